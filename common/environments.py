@@ -1,0 +1,122 @@
+"""Per-framework virtual environments and their Jupyter kernels, cached outside the clone.
+
+An environment lives in <cache>/envs/<name>-<hash>, the hash taken over envs/<name>.txt and the
+Python version, so a changed requirements file makes a new one and an unchanged one is reused. A
+marker file is written last: an environment without it (an interrupted build) is rebuilt.
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common.paths import REPOSITORY_ROOT, cache_root
+
+ENVS_DIR = REPOSITORY_ROOT / "envs"
+COMPLETE_MARKER = ".rosetta-complete"
+
+
+def requirements_file(name):
+    return ENVS_DIR / f"{name}.txt"
+
+
+def environment_hash(name):
+    digest = hashlib.sha256(requirements_file(name).read_bytes())
+    digest.update(f"{sys.version_info.major}.{sys.version_info.minor}".encode())
+    return digest.hexdigest()[:12]
+
+
+def environment_path(name):
+    return cache_root() / "envs" / f"{name}-{environment_hash(name)}"
+
+
+def environment_python(path):
+    return Path(path) / "bin" / "python"
+
+
+def is_built(name):
+    return (environment_path(name) / COMPLETE_MARKER).exists()
+
+
+def build(name, log=print):
+    """Make envs/<name>.txt's environment when missing; return its path."""
+    path = environment_path(name)
+    if (path / COMPLETE_MARKER).exists():
+        return path
+    if path.exists():
+        log(f"[env] {path} is incomplete (an interrupted build): rebuilding it")
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log(f"[env] building '{name}' from {requirements_file(name).relative_to(REPOSITORY_ROOT)} "
+        f"into {path} (minutes; pip's log: {path}.log)")
+    started = time.monotonic()
+    with open(f"{path}.log", "w") as pip_log:
+        steps = (
+            [sys.executable, "-m", "venv", str(path)],
+            [str(environment_python(path)), "-m", "pip", "install", "--no-input",
+             "-r", str(requirements_file(name))],
+        )
+        for command in steps:
+            pip_log.write(f"$ {' '.join(command)}\n")
+            pip_log.flush()
+            result = subprocess.run(command, stdout=pip_log, stderr=subprocess.STDOUT)
+            if result.returncode != 0:
+                tail = Path(f"{path}.log").read_text().splitlines()[-15:]
+                raise RuntimeError(f"building environment '{name}' failed:\n" + "\n".join(tail))
+    (path / COMPLETE_MARKER).write_text(json.dumps({
+        "requirements": requirements_file(name).read_text(),
+        "seconds": round(time.monotonic() - started, 1),
+    }))
+    log(f"[env] '{name}' built in {time.monotonic() - started:.0f} s")
+    return path
+
+
+def home_redirects():
+    """Variables that keep Jupyter, IPython, Keras and matplotlib out of the user's home."""
+    root = cache_root()
+    return {
+        "JUPYTER_CONFIG_DIR": str(root / "jupyter" / "config"),
+        "JUPYTER_DATA_DIR": str(root / "jupyter" / "data"),
+        "JUPYTER_RUNTIME_DIR": str(root / "jupyter" / "runtime"),
+        "IPYTHONDIR": str(root / "ipython"),
+        "KERAS_HOME": str(root / "keras"),
+        "MPLCONFIGDIR": str(root / "matplotlib"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+
+
+def kernels_root():
+    """Kernel specs of this clone: one folder per clone, since each names its clone's `common`."""
+    clone = hashlib.sha256(str(REPOSITORY_ROOT).encode()).hexdigest()[:10]
+    return cache_root() / "kernels" / clone
+
+
+def write_kernel(kernel_name, python, display_name):
+    """Register `python` as the Jupyter kernel `kernel_name`, with this clone's `common` on its
+    path. Written on every run: cheap, and never stale."""
+    folder = kernels_root() / "kernels" / kernel_name
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": display_name,
+        "language": "python",
+        "env": {"PYTHONPATH": str(REPOSITORY_ROOT), **home_redirects()},
+    }
+    (folder / "kernel.json").write_text(json.dumps(spec, indent=1))
+    return kernel_name
+
+
+def papermill_environment():
+    """Environment for the papermill process: finds this clone's kernels, writes nothing home."""
+    env = dict(os.environ)
+    env.update(home_redirects())
+    env["JUPYTER_PATH"] = str(kernels_root())
+    env["PYTHONPATH"] = str(REPOSITORY_ROOT)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    for variable in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
+                     "KERAS_HOME", "MPLCONFIGDIR"):
+        Path(env[variable]).mkdir(parents=True, exist_ok=True)
+    return env

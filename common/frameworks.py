@@ -1,0 +1,33 @@
+"""What the project knows about each framework: its notebooks' name prefix, its environment, the
+tasks it has notebooks for, and, for the ones that cannot run on today's stack, why."""
+from collections import namedtuple
+
+Framework = namedtuple("Framework", "name title prefix environment tasks reason")
+Framework.__new__.__defaults__ = ((), None)
+
+# Runnable frameworks. `environment` names envs/<environment>.txt; `tasks` are the notebooks
+# that exist (notebooks/<prefix>_<task>.ipynb), checked against the folder by a test.
+_RUNNABLE = (
+    Framework("pytorch", "PyTorch", "PyTorch", "torch", ("CNN", "Inference", "RNN")),
+)
+
+# Rows of the 2018 repository that no machine reachable today can run, with what a user would need.
+UNAVAILABLE = (
+    Framework("cntk", "CNTK", "CNTK", None, ("CNN", "Inference", "RNN"),
+              "CNTK wheels exist only for CPython 2.7/3.5/3.6 (plus OpenMPI 1.10); "
+              "needs such an interpreter, none is installable here"),
+    Framework("keras_cntk", "Keras (CNTK)", "Keras_CNTK", None, ("CNN", "RNN"),
+              "needs CNTK (CPython ≤ 3.6 wheels only)"),
+    Framework("caffe2", "Caffe2", "Caffe2", None, ("CNN", "Inference"),
+              "removed from PyTorch; PyPI 'caffe2' is an empty 2018 placeholder, "
+              "no installable build for Python 3.11"),
+    Framework("knet", "Julia (Knet)", "Knet", None, ("CNN", "Inference", "RNN"),
+              "needs a Julia install; no Julia in any reachable package registry"),
+)
+
+FRAMEWORKS = {framework.name: framework for framework in _RUNNABLE + UNAVAILABLE}
+RUNNABLE = {framework.name: framework for framework in _RUNNABLE}
+
+
+def notebook_name(framework, task):
+    return f"{framework.prefix}_{task}.ipynb"

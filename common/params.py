@@ -1,0 +1,95 @@
+"""Hyper-parameters of every task, in one place.
+
+`full` holds the 2018 repository's values (see DESIGN.md); `quick` shrinks the data and epochs so a
+notebook takes a few minutes on two CPU cores; `smoke` takes seconds and exists for the tests.
+Only the sizes change between profiles: the model and the optimiser are the same in all three.
+"""
+import copy
+
+PROFILES = ("full", "quick", "smoke")
+
+_FULL = {
+    "CNN": {
+        "n_classes": 10,
+        "image_shape": (3, 32, 32),
+        "n_train": 50000,
+        "n_test": 10000,
+        "epochs": 10,
+        "batch_size": 64,
+        "learning_rate": 0.01,
+        "momentum": 0.9,
+        "warmup_steps": 10,
+    },
+    "Inference": {
+        "image_shape": (3, 224, 224),
+        "n_features": 2048,
+        "batch_size": 32,
+        "n_batches": 40,
+        "warmup_batches": 2,
+        "bn_epsilon": 1e-3,
+    },
+    "RNN": {
+        "n_classes": 2,
+        "vocabulary_size": 30000,
+        "sequence_length": 150,
+        "embedding_dim": 125,
+        "hidden_units": 100,
+        "n_train": 25000,
+        "n_test": 25000,
+        "epochs": 3,
+        "batch_size": 64,
+        "learning_rate": 1e-3,
+        "beta_1": 0.9,
+        "beta_2": 0.999,
+        "epsilon": 1e-8,
+        "warmup_steps": 10,
+    },
+    "MultiGPU": {
+        "n_classes": 14,
+        "image_size": 224,
+        "resize_to": 264,
+        "epochs": 5,
+        "batch_size": 64,
+        "learning_rate": 1e-4,
+        "image_mean": (0.485, 0.456, 0.406),
+        "image_sd": (0.229, 0.224, 0.225),
+    },
+    "FCN5": {
+        "layer_sizes": (784, 2048, 4096, 1024, 10),
+        "batch_size": 1024,
+        "learning_rate": 0.05,
+        "n_batches": 20,
+        "warmup_batches": 3,
+    },
+}
+
+# Only what differs from `full`.
+_OVERRIDES = {
+    "quick": {
+        "CNN": {"n_train": 10000, "n_test": 2000, "epochs": 2},
+        "Inference": {"n_batches": 10},
+        "RNN": {"n_train": 10000, "n_test": 5000, "epochs": 2},
+        "MultiGPU": {"epochs": 1},
+        "FCN5": {"n_batches": 10},
+    },
+    "smoke": {
+        "CNN": {"n_train": 1024, "n_test": 256, "epochs": 2, "warmup_steps": 2},
+        "Inference": {"batch_size": 4, "n_batches": 2, "warmup_batches": 1},
+        "RNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
+        "MultiGPU": {"epochs": 1, "batch_size": 4},
+        "FCN5": {"batch_size": 64, "n_batches": 2, "warmup_batches": 1},
+    },
+}
+
+TASKS = tuple(_FULL)
+
+
+def get_params(task, profile="full"):
+    """Return a fresh dict of `task`'s hyper-parameters under `profile`."""
+    if task not in _FULL:
+        raise ValueError(f"unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; valid profiles: {', '.join(PROFILES)}")
+    params = copy.deepcopy(_FULL[task])
+    params.update(_OVERRIDES.get(profile, {}).get(task, {}))
+    return params

@@ -1,0 +1,45 @@
+"""One bar chart per task from the records the README shows. matplotlib is imported here, lazily,
+because only the runner's environment draws plots; notebooks never import this module."""
+from pathlib import Path
+
+from common.report import HEADLINES, column_title, latest_by_cell, row_title, validity
+
+
+def plot_tasks(records, out_dir):
+    """Write results/<task>.png for each task with valid shown records; return {task: path}."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for task, cells in latest_by_cell(records).items():
+        metric, unit = HEADLINES[task]
+        valid = {key: record for key, record in cells.items() if validity(record)[0]}
+        if not valid:
+            continue
+        rows = sorted({row for row, _ in valid})
+        columns = sorted({column for _, column in valid})
+        figure, axes = plt.subplots(figsize=(7, 0.5 + 0.45 * len(rows) * len(columns)))
+        height = 0.8 / len(columns)
+        for index, column in enumerate(columns):
+            values = [float(valid[(row, column)]["metrics"][metric]) if (row, column) in valid
+                      else 0.0 for row in rows]
+            positions = [r + index * height for r in range(len(rows))]
+            axes.barh(positions, values, height=height,
+                      label=column_title(column).replace("<br>", ", "))
+        axes.set_yticks([r + height * (len(columns) - 1) / 2 for r in range(len(rows))])
+        axes.set_yticklabels(rows)
+        axes.invert_yaxis()
+        axes.set_xlabel(f"{metric.replace('_', ' ')} ({unit}, higher is better)"
+                        if not metric.startswith("seconds") else f"{unit} (lower is better)")
+        axes.set_title(task)
+        axes.legend(fontsize="small", loc="lower right")
+        figure.tight_layout()
+        path = out_dir / f"{task}.png"
+        figure.savefig(path, dpi=100)
+        plt.close(figure)
+        written[task] = path
+    return written

@@ -1,0 +1,424 @@
+#!/usr/bin/env python3
+"""Run the Rosetta Stone: every selected framework × task notebook, one at a time, each on its
+framework's own kernel; one record per run; the README tables and plots regenerated at the end.
+
+  python run_all.py --list                                   what can run here
+  python run_all.py --frameworks pytorch --profile quick     run, record, regenerate README
+  python run_all.py --self-test                              the test suite
+
+On first use it makes its own environment (envs/runner.txt) and each framework's (envs/<name>.txt)
+in a cache outside the clone ($ROSETTA_CACHE, default ~/.cache/dl-rosetta), reused while the
+requirements file is unchanged. --use-current-python skips all of that and runs every notebook on
+the interpreter that runs this script (e.g. a GPU host with its own stack and papermill).
+"""
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from common.frameworks import FRAMEWORKS, RUNNABLE, UNAVAILABLE, notebook_name
+from common.params import PROFILES, TASKS
+
+ROOT = Path(__file__).resolve().parent
+RUNNER_ENVIRONMENT = "runner"
+BOOTSTRAPPED_VARIABLE = "ROSETTA_RUNNER"
+DATA_CHOICES = ("auto", "real", "synthetic")  # common.data.DATA_CHOICES, without its numpy import
+
+
+# ----------------------------------------------------------------------------- arguments
+
+def comma_list(valid, what):
+    """An argparse type: a comma-separated subset of `valid` (case-insensitive), or 'all'."""
+    lookup = {value.lower(): value for value in valid}
+
+    def parse(text):
+        if text.strip().lower() == "all":
+            return list(valid)
+        chosen = []
+        for item in (part.strip() for part in text.split(",")):
+            if item.lower() not in lookup:
+                unavailable = FRAMEWORKS.get(item.lower())
+                if unavailable is not None and unavailable.reason:
+                    raise argparse.ArgumentTypeError(
+                        f"{unavailable.title} cannot run here: {unavailable.reason}")
+                raise argparse.ArgumentTypeError(
+                    f"unknown {what} {item!r}; valid {what}s: {', '.join(valid)} (or 'all')")
+            if lookup[item.lower()] not in chosen:
+                chosen.append(lookup[item.lower()])
+        return chosen
+
+    return parse
+
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {value}")
+    return value
+
+
+def parse_arguments(argv):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--frameworks", type=comma_list(list(RUNNABLE), "framework"),
+                        default=list(RUNNABLE),
+                        help=f"comma-separated, or 'all' (default). One of: {', '.join(RUNNABLE)}")
+    parser.add_argument("--tasks", type=comma_list(TASKS, "task"), default=list(TASKS),
+                        help=f"comma-separated, or 'all' (default). One of: {', '.join(TASKS)}")
+    parser.add_argument("--profile", choices=PROFILES, default="quick",
+                        help="full: the 2018 hyper-parameters; quick (default): minutes per "
+                             "notebook on 2 CPU cores; smoke: seconds, for tests (never shown in "
+                             "the README)")
+    parser.add_argument("--data", choices=DATA_CHOICES, default="auto",
+                        help="auto (default): real data when a source answers, else synthetic, "
+                             "said loudly; real: fail when no source answers; synthetic: never "
+                             "fetch")
+    parser.add_argument("--timeout", type=positive_int, default=3600,
+                        help="seconds one notebook may run before it is stopped and recorded as "
+                             "failed (default 3600)")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip framework × task pairs that already have an ok record for "
+                             "this hardware, profile and data choice")
+    parser.add_argument("--list", action="store_true",
+                        help="print the framework × task matrix and what can run here, then exit")
+    parser.add_argument("--use-current-python", action="store_true",
+                        help="run every notebook on this interpreter (which needs papermill and "
+                             "ipykernel, and the frameworks) instead of building environments")
+    parser.add_argument("--results-dir", type=Path, default=ROOT / "results",
+                        help="where records, executed notebooks and plots go (default results/)")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md",
+                        help="README whose results section is regenerated (default README.md)")
+    parser.add_argument("--notebooks-dir", type=Path, default=ROOT / "notebooks",
+                        help=argparse.SUPPRESS)  # the fault tests point this at made-up notebooks
+    parser.add_argument("--self-test", action="store_true",
+                        help="run the test suite (pytest) in the runner's environment, then exit")
+    return parser.parse_args(argv)
+
+
+# ----------------------------------------------------------------------------- bootstrap
+
+def in_runner_environment():
+    try:
+        import papermill  # noqa: F401
+        import tqdm  # noqa: F401
+        import numpy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def ensure_runner_environment(arguments):
+    """Re-execute this script inside the runner's environment, building it when missing."""
+    if os.environ.get(BOOTSTRAPPED_VARIABLE) or arguments.use_current_python:
+        if not in_runner_environment():
+            sys.exit("this interpreter lacks papermill/tqdm/numpy: "
+                     f"pip install -r {ROOT / 'envs' / 'runner.txt'}")
+        return
+    from common import environments
+
+    try:
+        path = environments.build(RUNNER_ENVIRONMENT)
+    except RuntimeError as error:
+        sys.exit(str(error))
+    python = environments.environment_python(path)
+    env = dict(os.environ, **{BOOTSTRAPPED_VARIABLE: "1"})
+    env["PYTHONPATH"] = str(ROOT)
+    os.execve(str(python), [str(python), str(Path(__file__).resolve())] + sys.argv[1:], env)
+
+
+# ----------------------------------------------------------------------------- listing
+
+def matrix_rows(notebooks_dir):
+    """(framework title, environment, {task: status text}) for every framework we know."""
+    from common import environments
+
+    rows = []
+    for framework in RUNNABLE.values():
+        built = environments.is_built(framework.environment)
+        statuses = {}
+        for task in TASKS:
+            if not (notebooks_dir / notebook_name(framework, task)).exists():
+                statuses[task] = "no notebook"
+            else:
+                statuses[task] = "ready" if built else "ready (env built on first run)"
+        rows.append((framework.title, framework.environment, statuses))
+    for framework in UNAVAILABLE:
+        rows.append((framework.title, "—", {task: "unavailable" if task in framework.tasks else "—"
+                                             for task in TASKS}))
+    return rows
+
+
+def print_matrix(notebooks_dir):
+    rows = matrix_rows(notebooks_dir)
+    width = max(len(title) for title, _, _ in rows) + 2
+    columns = [max(len(task), 30) for task in TASKS]
+    print("framework".ljust(width) + "env".ljust(9)
+          + "".join(task.ljust(w + 2) for task, w in zip(TASKS, columns)))
+    for title, environment, statuses in rows:
+        print(title.ljust(width) + environment.ljust(9)
+              + "".join(statuses[task].ljust(w + 2) for task, w in zip(TASKS, columns)))
+    print()
+    for framework in UNAVAILABLE:
+        print(f"{framework.title}: cannot run here: {framework.reason}")
+
+
+# ----------------------------------------------------------------------------- running
+
+def slug(text):
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-").replace("--", "-")
+
+
+def relative(path):
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(Path(path).resolve())
+
+
+def error_tail(log_path, lines=20):
+    """The end of papermill's log, where the notebook's exception is."""
+    try:
+        text = Path(log_path).read_text(errors="replace").splitlines()
+    except OSError:
+        return "no log"
+    return "\n".join(line for line in text[-lines:] if line.strip())
+
+
+def kill_group(process):
+    """Stop papermill and the kernel it started (they share a process group)."""
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+
+class Runner:
+    def __init__(self, arguments):
+        from common import probe
+
+        self.arguments = arguments
+        self.results = arguments.results_dir.resolve()
+        self.records_path = self.results / "records.jsonl"
+        self.hardware = probe.hardware()
+        self.hardware_label = probe.hardware_label(self.hardware)
+        self.run_id = __import__("datetime").datetime.now().strftime("%Y%m%dT%H%M%S")
+        self.kernels = {}
+
+    # -- planning
+
+    def plan(self):
+        from common import records
+
+        arguments = self.arguments
+        planned = []
+        for name in arguments.frameworks:
+            framework = RUNNABLE[name]
+            for task in arguments.tasks:
+                notebook = arguments.notebooks_dir / notebook_name(framework, task)
+                if notebook.exists():
+                    planned.append((framework, task, notebook))
+                elif len(arguments.tasks) < len(TASKS) or task in framework.tasks:
+                    print(f"[run] {framework.title} {task}: no notebook {notebook.name}, skipped")
+        if arguments.resume:
+            from common.probe import hardware_label
+
+            done = {(r["framework"], r["task"]) for r in records.read_records(self.records_path)
+                    if r.get("status") == "ok" and r.get("profile") == arguments.profile
+                    and r.get("data_choice") == arguments.data
+                    and hardware_label(r.get("hardware", {})) == self.hardware_label}
+            kept = [item for item in planned if (item[0].name, item[1]) not in done]
+            if len(kept) < len(planned):
+                print(f"[run] --resume: {len(planned) - len(kept)} already recorded, skipped")
+            planned = kept
+        return planned
+
+    # -- kernels
+
+    def kernel_for(self, framework):
+        """The framework's kernel name, building its environment the first time."""
+        from common import environments
+
+        if framework.name in self.kernels:
+            return self.kernels[framework.name]
+        if self.arguments.use_current_python:
+            kernel = environments.write_kernel("rosetta-current", sys.executable,
+                                               "Rosetta (current Python)")
+        else:
+            path = environments.build(framework.environment)
+            kernel = environments.write_kernel(f"rosetta-{framework.environment}",
+                                               environments.environment_python(path),
+                                               f"Rosetta {framework.environment}")
+        self.kernels[framework.name] = kernel
+        return kernel
+
+    # -- one notebook
+
+    def failed_record(self, framework, task, reason, started_at):
+        from common import params, records
+
+        return records.make_record(
+            framework=framework.name, task=task, profile=self.arguments.profile,
+            data=None, hardware=self.hardware, versions={}, metrics={},
+            params=params.get_params(task, self.arguments.profile),
+            status="failed", reason=reason, started_at=started_at)
+
+    def execute(self, framework, task, notebook):
+        """Run one notebook; return its record (ok from the notebook, or failed from here)."""
+        import tempfile
+        import time
+
+        from common import environments, records
+
+        arguments = self.arguments
+        started_at = records.now()
+        out_dir = self.results / "notebooks" / slug(self.hardware_label) / arguments.profile
+        out_dir.mkdir(parents=True, exist_ok=True)
+        executed = out_dir / notebook.name
+        log_path = self.results / "logs" / f"{notebook.stem}.{arguments.profile}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            kernel = self.kernel_for(framework)
+        except RuntimeError as error:
+            return self.failed_record(framework, task, f"environment: {error}", started_at)
+        with tempfile.TemporaryDirectory(prefix="rosetta-record-") as staging:
+            record_path = Path(staging) / "record.jsonl"
+            command = [sys.executable, "-m", "papermill", str(notebook), str(executed),
+                       "-k", kernel, "--cwd", str(notebook.parent), "--log-output",
+                       "--no-progress-bar", "--execution-timeout", str(arguments.timeout),
+                       "-p", "profile", arguments.profile, "-p", "data", arguments.data,
+                       "-p", "record_path", str(record_path)]
+            began = time.monotonic()
+            with open(log_path, "w") as log:
+                process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True,
+                                           env=environments.papermill_environment())
+                try:
+                    returncode = process.wait(timeout=arguments.timeout + 60)
+                except subprocess.TimeoutExpired:
+                    kill_group(process)
+                    returncode = "timeout"
+                except KeyboardInterrupt:
+                    kill_group(process)
+                    record = self.failed_record(framework, task, "interrupted (Ctrl-C)", started_at)
+                    self.finish_record(record, executed, kernel, began)
+                    raise
+            written = records.read_records(record_path)
+            artifacts = self.keep_artifacts(Path(staging), record_path, out_dir)
+            tail = error_tail(log_path)
+            if returncode == "timeout" or (returncode != 0 and "Timeout" in tail
+                                           and "CellTimeoutError" in tail):
+                record = self.failed_record(framework, task,
+                                            f"timeout after {arguments.timeout} s", started_at)
+            elif returncode != 0:
+                record = self.failed_record(framework, task, tail, started_at)
+            elif not written:
+                record = self.failed_record(framework, task, "the notebook wrote no record",
+                                            started_at)
+            else:
+                record = written[-1]
+        if artifacts:
+            record["artifacts"] = artifacts
+        return self.finish_record(record, executed, kernel, began)
+
+    @staticmethod
+    def keep_artifacts(staging, record_path, out_dir):
+        """Move what the notebook wrote beside its record (records.artifact_path) next to the
+        executed notebook; return {file name: path from the repository root}."""
+        import shutil
+
+        kept = {}
+        for path in sorted(staging.iterdir()):
+            if path != record_path and path.is_file():
+                destination = out_dir / path.name
+                shutil.move(str(path), destination)
+                kept[path.name] = relative(destination)
+        return kept
+
+    def finish_record(self, record, executed, kernel, began):
+        import time
+
+        from common import records
+
+        record.update({"notebook": relative(executed) if executed.exists() else None,
+                       "kernel": kernel, "run_id": self.run_id,
+                       "data_choice": self.arguments.data,
+                       "wall_seconds": round(time.monotonic() - began, 1)})
+        return records.append_record(record, self.records_path)
+
+    # -- the whole run
+
+    def run(self):
+        from tqdm import tqdm
+
+        planned = self.plan()
+        print(f"[run] {len(planned)} notebook(s), profile {self.arguments.profile}, data "
+              f"{self.arguments.data}, on {self.hardware_label}; records: "
+              f"{relative(self.records_path)}")
+        interrupted = False
+        failures = 0
+        bar = tqdm(planned, unit="notebook", dynamic_ncols=True)
+        try:
+            for framework, task, notebook in bar:
+                bar.set_description(f"{framework.title} {task}")
+                record = self.execute(framework, task, notebook)
+                failures += record["status"] != "ok"
+                tqdm.write(self.summary_line(record))
+        except KeyboardInterrupt:
+            interrupted = True
+            tqdm.write("[run] interrupted: finished records are kept")
+        finally:
+            bar.close()
+            self.regenerate()
+        if interrupted:
+            return 130
+        return 1 if failures else 0
+
+    def summary_line(self, record):
+        from common import report
+
+        valid, why = report.validity(record)
+        shown = report.cell_text(record).split(" [nb]")[0].replace("**", "")
+        name = f"{record['framework']} {record['task']}"
+        return f"[run] {name}: {record['status']}" + (f" · {shown}" if valid else f" · {why}")
+
+    def regenerate(self):
+        from common import plots, records, report
+
+        all_records = records.read_records(self.records_path)
+        readme = self.arguments.readme
+        if not readme.exists():
+            print(f"[run] {readme} not found: tables not written")
+            return
+        plot_paths = {task: relative(path) for task, path in
+                      plots.plot_tasks(all_records, self.results / "plots").items()}
+        link_base = os.path.relpath(ROOT, readme.resolve().parent)
+        link_base = "" if link_base == "." else link_base + "/"
+        report.update_readme(readme, report.results_markdown(all_records, plot_paths, link_base))
+        print(f"[run] tables regenerated in {relative(readme)} from {len(all_records)} record(s)")
+
+
+def main(argv=None):
+    arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
+    if arguments.list:
+        print_matrix(arguments.notebooks_dir)
+        return 0
+    ensure_runner_environment(arguments)
+    if arguments.self_test:
+        return subprocess.call([sys.executable, "-m", "pytest", "-q", str(ROOT / "tests")],
+                               cwd=ROOT)
+    return Runner(arguments).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
