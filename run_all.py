@@ -402,9 +402,12 @@ class Runner:
             return
         plot_paths = {task: relative(path) for task, path in
                       plots.plot_tasks(all_records, self.results / "plots").items()}
-        link_base = os.path.relpath(ROOT, readme.resolve().parent)
-        link_base = "" if link_base == "." else link_base + "/"
-        report.update_readme(readme, report.results_markdown(all_records, plot_paths, link_base))
+        readme_folder = readme.resolve().parent
+
+        def link(path):
+            return os.path.relpath(ROOT / path, readme_folder)  # ROOT / an absolute path is that path
+
+        report.update_readme(readme, report.results_markdown(all_records, plot_paths, link))
         print(f"[run] tables regenerated in {relative(readme)} from {len(all_records)} record(s)")
 
 

@@ -83,7 +83,7 @@ def column_key(record):
 
 def column_title(key):
     hardware, profile, data = key
-    return f"{hardware}<br>{profile} profile, {data} data"
+    return f"{hardware}<br>{profile} profile, {data or 'unknown'} data"
 
 
 def row_title(record):
@@ -93,7 +93,8 @@ def row_title(record):
     return title if variant in (None, "", "default") else f"{title} ({variant})"
 
 
-def cell_text(record, link_base=""):
+def cell_text(record, link=str):
+    """The cell of one record; `link` turns its stored notebook path into the README's link."""
     valid, why = validity(record)
     notebook = record.get("notebook")
     if not valid:
@@ -108,37 +109,54 @@ def cell_text(record, link_base=""):
                 parts.append(pattern.format(value))
         text = " · ".join(parts)
     if notebook:
-        text += f" [nb]({link_base}{notebook})"
+        text += f" [nb]({link(notebook)})"
     return text
 
 
 def _format(value):
     value = float(value)
-    return f"{value:.3g}" if value < 10 else f"{value:.0f}"
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.3g}"
 
 
 def latest_by_cell(records):
-    """{task: {(row, column): latest record}}, smoke records left out."""
-    cells = {}
+    """{task: {(row, column): latest record}}, smoke records left out.
+
+    A run that failed before it knew its data (data None) fills the cells of its hardware and
+    profile where it is newer than what is there, so a failure is never hidden by an older success.
+    """
+    cells, undetermined = {}, []
     for record in records:
         if record.get("profile") not in SHOWN_PROFILES or record.get("task") not in TASKS:
             continue
-        key = (row_title(record), column_key(record))
+        if record.get("data") is None:
+            undetermined.append(record)
+            continue
+        _keep_latest(cells.setdefault(record["task"], {}), (row_title(record), column_key(record)), record)
+    for record in undetermined:
         task_cells = cells.setdefault(record["task"], {})
-        previous = task_cells.get(key)
-        if previous is None or record.get("started_at", "") >= previous.get("started_at", ""):
-            task_cells[key] = record
+        hardware, profile, _ = column_key(record)
+        columns = {column for _, column in task_cells if column[:2] == (hardware, profile)}
+        for column in columns or {(hardware, profile, None)}:
+            _keep_latest(task_cells, (row_title(record), column), record)
     return cells
 
 
-def task_table(task, task_cells, link_base=""):
+def _keep_latest(task_cells, key, record):
+    previous = task_cells.get(key)
+    if previous is None or record.get("started_at", "") >= previous.get("started_at", ""):
+        task_cells[key] = record
+
+
+def task_table(task, task_cells, link=str):
     """Markdown table: a row per framework (and variant), a column per hardware/profile/data."""
-    columns = sorted({column for _, column in task_cells})
+    columns = sorted({column for _, column in task_cells}, key=lambda c: tuple(map(str, c)))
     rows = sorted({row for row, _ in task_cells})
     header = "| framework | " + " | ".join(column_title(c) for c in columns) + " |"
     lines = [header, "|" + " --- |" * (len(columns) + 1)]
     for row in rows:
-        cells = [cell_text(task_cells[(row, c)], link_base) if (row, c) in task_cells else "—"
+        cells = [cell_text(task_cells[(row, c)], link) if (row, c) in task_cells else "—"
                  for c in columns]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     for framework in UNAVAILABLE:
@@ -157,7 +175,7 @@ TASK_TITLES = {
 }
 
 
-def results_markdown(records, plot_paths=None, link_base=""):
+def results_markdown(records, plot_paths=None, link=str):
     cells = latest_by_cell(records)
     if not cells:
         return "_No full or quick run recorded yet: run `python run_all.py`._"
@@ -166,9 +184,9 @@ def results_markdown(records, plot_paths=None, link_base=""):
         if task not in cells:
             continue
         title = TASK_TITLES[task].format(**get_params(task))
-        parts.append(f"### {title}\n\n{task_table(task, cells[task], link_base)}")
+        parts.append(f"### {title}\n\n{task_table(task, cells[task], link)}")
         if plot_paths and task in plot_paths:
-            parts.append(f"![{task}]({link_base}{plot_paths[task]})")
+            parts.append(f"![{task}]({link(plot_paths[task])})")
     return "\n\n".join(parts)
 
 

@@ -1,0 +1,35 @@
+"""Made-up notebooks for the runner's fault tests: each has a papermill `parameters` cell."""
+import nbformat
+
+PARAMETERS = 'profile = "quick"\ndata = "auto"\nrecord_path = "records.jsonl"\n'
+
+WRITE_RECORD = """
+from common import probe, records
+record = records.make_record(framework="pytorch", task=TASK, profile=profile, data="synthetic",
+                             hardware=probe.hardware(), versions={},
+                             params={"n_classes": 2}, metrics=METRICS)
+records.append_record(record, record_path)
+open(records.artifact_path(record_path, "extra.txt"), "w").write("artifact")
+"""
+
+
+def write_notebook(path, body):
+    notebook = nbformat.v4.new_notebook()
+    parameters = nbformat.v4.new_code_cell(PARAMETERS)
+    parameters.metadata["tags"] = ["parameters"]
+    notebook.cells = [parameters, nbformat.v4.new_code_cell(body)]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, str(path))
+
+
+def raising(path):
+    write_notebook(path, "x = 1\nprint('about to fail')\n1 / 0\n")
+
+
+def sleeping(path, seconds=600):
+    write_notebook(path, f"import time\ntime.sleep({seconds})\n")
+
+
+def recording(path, task="Inference"):
+    metrics = {"images_per_second": 12.5, "seconds_per_1000_images": 80.0}
+    write_notebook(path, f"TASK = {task!r}\nMETRICS = {metrics!r}\n" + WRITE_RECORD)

@@ -1,0 +1,55 @@
+"""Project rules that keep the notebooks side by side and `common` framework-free."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from common.frameworks import RUNNABLE, notebook_name
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SKELETON = ["## Imports, versions, hardware", "## Data", "## Model", None, "## Evaluate", "## Record"]
+DEEP_LEARNING = re.compile(r"^\s*(import|from)\s+(torch|tensorflow|jax|flax|keras|mxnet|chainer|"
+                           r"theano|lasagne|paddle|onnxruntime|cupy|optax)\b", re.M)
+
+
+def cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+def test_every_registered_notebook_exists_and_every_notebook_is_registered():
+    registered = {notebook_name(f, task) for f in RUNNABLE.values() for task in f.tasks}
+    assert registered == {path.name for path in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_committed_without_outputs(path):
+    for cell in cells(path):
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_follows_the_skeleton(path):
+    notebook = cells(path)
+    assert notebook[0]["cell_type"] == "markdown" and "".join(notebook[0]["source"]).startswith("# ")
+    parameters = [c for c in notebook if "parameters" in c["metadata"].get("tags", [])]
+    assert len(parameters) == 1 and notebook.index(parameters[0]) == 1
+    names = set(re.findall(r"^(\w+) =", "".join(parameters[0]["source"]), re.M))
+    assert {"profile", "data", "record_path"} <= names
+    headings = [line for c in notebook if c["cell_type"] == "markdown"
+                for line in "".join(c["source"]).splitlines() if line.startswith("## ")]
+    assert len(headings) == len(SKELETON)
+    for heading, expected in zip(headings, SKELETON):
+        if expected is not None:  # the timed section is "## Train" or "## Predict (timed)"
+            assert heading == expected
+    code = "".join("".join(c["source"]) for c in notebook if c["cell_type"] == "code")
+    for identifier in ("create_model", "predict", "records.append_record", "records.show"):
+        assert identifier in code
+    assert "from common import" in code and "import *" not in code
+
+
+def test_common_never_imports_a_deep_learning_framework():
+    for module in (ROOT / "common").glob("*.py"):
+        assert not DEEP_LEARNING.search(module.read_text()), module.name

@@ -1,0 +1,63 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from common import records
+
+
+def example(**changes):
+    fields = dict(framework="pytorch", task="CNN", profile="quick", data="synthetic",
+                  hardware={"cpu_model": "Test CPU", "cpu_cores": 2}, versions={"torch": "9"},
+                  params={"n_classes": 10}, metrics={"images_per_second": np.float32(100.5),
+                                                     "epoch_losses": np.array([2.0, 1.5])},
+                  checks={"parity_max_abs_error": 1e-7, "parity_tolerance": 1e-4})
+    fields.update(changes)
+    return records.make_record(**fields)
+
+
+def test_round_trip_keeps_every_field_as_plain_json(tmp_path):
+    path = tmp_path / "deep" / "records.jsonl"
+    first, second = example(), example(task="RNN")
+    records.append_record(first, path)
+    records.append_record(second, path)
+    loaded = records.read_records(path)
+    assert loaded == [first, second]
+    assert loaded[0]["metrics"]["images_per_second"] == pytest.approx(100.5)
+    assert loaded[0]["metrics"]["epoch_losses"] == [2.0, 1.5]
+    assert not records.missing_fields(loaded[0])
+
+
+def test_records_are_appended_never_rewritten(tmp_path):
+    path = tmp_path / "records.jsonl"
+    records.append_record(example(), path)
+    before = path.read_text()
+    records.append_record(example(task="RNN"), path)
+    assert path.read_text().startswith(before)
+
+
+def test_a_torn_last_line_is_skipped(tmp_path, capsys):
+    path = tmp_path / "records.jsonl"
+    records.append_record(example(), path)
+    with open(path, "a") as handle:
+        handle.write('{"framework": "pyto')  # an interrupted write
+    assert len(records.read_records(path)) == 1
+    assert "unreadable" in capsys.readouterr().out
+
+
+def test_non_finite_numbers_survive_as_text():
+    record = example(metrics={"epoch_losses": [float("nan"), 1.0]})
+    text = json.dumps(record)
+    assert json.loads(text)["metrics"]["epoch_losses"][0] == "nan"
+    assert math.isnan(float(json.loads(text)["metrics"]["epoch_losses"][0]))
+
+
+def test_unknown_status_is_rejected():
+    with pytest.raises(ValueError, match="valid"):
+        example(status="great")
+
+
+def test_artifact_lies_beside_the_record(tmp_path):
+    path = records.artifact_path(tmp_path / "x" / "records.jsonl", "features.npy")
+    assert path.parent == (tmp_path / "x").resolve()

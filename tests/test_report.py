@@ -1,0 +1,106 @@
+"""The README tables, generated from a fixture of records."""
+import pytest
+
+from common import records, report
+
+CPU = {"cpu_model": "Test CPU", "cpu_cores": 2, "gpu_count": 0}
+GPU = {"cpu_model": "Test CPU", "cpu_cores": 16, "gpu_name": "NVIDIA H200", "gpu_count": 1}
+
+
+def record(task="CNN", framework="pytorch", profile="quick", hardware=CPU, data="real",
+           started_at="2026-11-29T10:00:00+00:00", **changes):
+    metrics = {"CNN": {"images_per_second": 300.0, "train_seconds": 60.0, "test_accuracy": 0.7,
+                       "epoch_losses": [2.0, 1.0]},
+               "RNN": {"sequences_per_second": 700.0, "train_seconds": 30.0, "test_accuracy": 0.85,
+                       "epoch_losses": [0.6, 0.4]},
+               "Inference": {"images_per_second": 20.0, "seconds_per_1000_images": 50.0}}[task]
+    fields = dict(framework=framework, task=task, profile=profile, data=data, hardware=hardware,
+                  versions={}, params={"n_classes": 10 if task == "CNN" else 2}, metrics=metrics,
+                  checks={"parity_max_abs_error": 1e-7, "parity_tolerance": 1e-4},
+                  started_at=started_at)
+    fields.update(changes)
+    made = records.make_record(**fields)
+    made["notebook"] = f"results/notebooks/x/{framework}_{task}.ipynb"
+    return made
+
+
+@pytest.mark.parametrize("changes, why", [
+    ({"metrics": {"images_per_second": 300.0, "test_accuracy": 0.7, "epoch_losses": [2.0, "nan"]}}, "loss NaN"),
+    ({"metrics": {"images_per_second": 300.0, "test_accuracy": 0.7, "epoch_losses": [1.0, 1.2]}}, "did not decrease"),
+    ({"metrics": {"images_per_second": 300.0, "test_accuracy": 0.11, "epoch_losses": [2.0, 1.0]}}, "chance"),
+    ({"checks": {"parity_max_abs_error": 0.01, "parity_tolerance": 1e-4}}, "parity"),
+    ({"status": "failed", "reason": "Traceback\nZeroDivisionError: division by zero"}, "failed: ZeroDivisionError"),
+    ({"metrics": {"test_accuracy": 0.7, "epoch_losses": [2.0, 1.0]}}, "no images_per_second"),
+])
+def test_a_run_that_failed_its_checks_shows_why_not_its_speed(changes, why):
+    valid, reason = report.validity(record(**changes))
+    assert not valid and why in reason
+    assert "img/s" not in report.cell_text(record(**changes))
+
+
+def test_a_valid_run_shows_its_figures_and_links_its_notebook():
+    assert report.validity(record()) == (True, "")
+    text = report.cell_text(record(), link=lambda path: "../" + path)
+    assert "**300** img/s" in text and "acc 0.700" in text
+    assert "(../results/notebooks/x/pytorch_CNN.ipynb)" in text
+
+
+def test_known_photo_misclassified_invalidates_inference():
+    bad = record(task="Inference", checks={"known_photos_correct": False})
+    assert report.validity(bad)[0] is False
+
+
+def test_tables_group_by_hardware_and_never_mix_real_and_synthetic_or_show_smoke():
+    fixture = [
+        record(),
+        record(hardware=GPU, metrics={"images_per_second": 9000.0, "test_accuracy": 0.7, "epoch_losses": [2.0, 1.0]}),
+        record(data="synthetic"),
+        record(profile="smoke", metrics={"images_per_second": 1.0, "test_accuracy": 0.7, "epoch_losses": [2, 1]}),
+        record(task="RNN"),
+    ]
+    markdown = report.results_markdown(fixture)
+    cnn = markdown.split("### ")[1]
+    header = cnn.splitlines()[2]
+    assert "NVIDIA H200" in header and "Test CPU (2 cores)" in header
+    assert "real data" in header and "synthetic data" in header
+    assert header.count("|") == 5  # framework + three columns
+    assert "9000" in cnn and "**1** img/s" not in markdown
+    assert "GRU training on IMDB" in markdown
+    assert "cannot run here" in cnn and "CNTK" in cnn
+
+
+def test_the_latest_record_of_a_cell_wins():
+    older = record(metrics={"images_per_second": 100.0, "test_accuracy": 0.7, "epoch_losses": [2.0, 1.0]},
+                   started_at="2026-01-01T00:00:00+00:00")
+    newer = record(started_at="2026-06-01T00:00:00+00:00")
+    markdown = report.results_markdown([newer, older])
+    assert "**300**" in markdown and "**100**" not in markdown
+
+
+def test_readme_is_rewritten_between_the_markers_only(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{report.BEGIN_MARKER}\nold table\n{report.END_MARKER}\nhistory\n")
+    report.update_readme(readme, "new table")
+    assert readme.read_text() == f"intro\n{report.BEGIN_MARKER}\nnew table\n{report.END_MARKER}\nhistory\n"
+    readme.write_text("no markers")
+    with pytest.raises(ValueError, match="markers"):
+        report.update_readme(readme, "x")
+
+
+def test_plots_are_drawn_for_tasks_with_valid_records(tmp_path):
+    from common import plots
+
+    written = plots.plot_tasks([record(), record(task="RNN"), record(task="Inference", status="failed")], tmp_path)
+    assert set(written) == {"CNN", "RNN"}
+    assert written["CNN"].read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_failure_that_knew_no_data_replaces_an_older_success_in_its_hardware_columns():
+    success = record(started_at="2026-01-01T00:00:00+00:00")
+    failure = record(data=None, status="failed", reason="timeout after 60 s",
+                     started_at="2026-02-01T00:00:00+00:00")
+    cnn = report.results_markdown([success, failure]).split("### ")[1]
+    assert "failed: timeout after 60 s" in cnn and "**300**" not in cnn
+    assert "unknown data" not in cnn  # it took the existing real-data column
+    alone = report.results_markdown([failure]).split("### ")[1]
+    assert "unknown data" in alone

@@ -1,0 +1,130 @@
+"""run_all.py as a user meets it: arguments, the matrix, and notebooks that fail, hang or are
+interrupted. The fault tests run made-up notebooks on the current interpreter's kernel."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import notebook_fixtures
+from common import records, report
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_ALL = str(ROOT / "run_all.py")
+
+
+def run_all(*arguments, timeout=300, **popen):
+    return subprocess.run([sys.executable, RUN_ALL, *arguments], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, **popen)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--frameworks", "pytorch,fortran"], "unknown framework 'fortran'; valid frameworks: pytorch"),
+    (["--tasks", "CNN,GAN"], "unknown task 'GAN'; valid tasks: CNN, Inference, RNN, MultiGPU, FCN5"),
+    (["--profile", "huge"], "invalid choice: 'huge'"),
+    (["--data", "maybe"], "invalid choice: 'maybe'"),
+    (["--timeout", "-5"], "must be a positive number of seconds"),
+    (["--timeout", "soon"], "'soon' is not a whole number"),
+    (["--frameworks", "cntk"], "CNTK cannot run here: CNTK wheels exist only for CPython"),
+])
+def test_bad_arguments_are_rejected_before_any_kernel_starts(arguments, message, tmp_path):
+    result = run_all(*arguments, "--results-dir", str(tmp_path), timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert not any(tmp_path.iterdir())  # nothing ran, nothing was written
+
+
+def test_list_shows_the_matrix_with_the_rows_that_cannot_run():
+    result = run_all("--list", timeout=60)
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    pytorch = next(line for line in lines if line.startswith("PyTorch"))
+    assert pytorch.split()[1] == "torch" and "ready" in pytorch and "no notebook" in pytorch
+    assert any(line.startswith("Caffe2") and "unavailable" in line for line in lines)
+    assert "Julia (Knet): cannot run here" in result.stdout
+
+
+def test_help_explains_itself():
+    result = run_all("--help", timeout=60)
+    assert result.returncode == 0
+    for option in ("--frameworks", "--tasks", "--profile", "--data", "--timeout", "--resume", "--list"):
+        assert option in result.stdout
+
+
+@pytest.fixture
+def fault_notebooks(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    notebook_fixtures.raising(folder / "PyTorch_CNN.ipynb")
+    notebook_fixtures.recording(folder / "PyTorch_Inference.ipynb")
+    notebook_fixtures.sleeping(folder / "PyTorch_RNN.ipynb")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# fixture\n{report.BEGIN_MARKER}\n{report.END_MARKER}\n")
+    return folder, tmp_path / "results", readme
+
+
+def fault_run(fault_notebooks, *extra):
+    folder, results, readme = fault_notebooks
+    return ["--use-current-python", "--frameworks", "pytorch", "--tasks", "CNN,Inference,RNN",
+            "--notebooks-dir", str(folder), "--results-dir", str(results), "--readme", str(readme),
+            *extra]
+
+
+def test_a_failing_and_a_hanging_notebook_are_recorded_and_the_run_goes_on(fault_notebooks):
+    folder, results, readme = fault_notebooks
+    result = run_all(*fault_run(fault_notebooks, "--timeout", "15"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    by_task = {r["task"]: r for r in records.read_records(results / "records.jsonl")}
+    assert by_task.keys() == {"CNN", "Inference", "RNN"}
+    assert by_task["CNN"]["status"] == "failed"
+    assert "ZeroDivisionError" in by_task["CNN"]["reason"]
+    assert by_task["RNN"]["status"] == "failed" and "timeout after 15 s" in by_task["RNN"]["reason"]
+    assert by_task["RNN"]["wall_seconds"] < 120
+    ok = by_task["Inference"]
+    assert ok["status"] == "ok" and ok["metrics"]["images_per_second"] == 12.5
+    assert (ROOT / ok["notebook"]).exists() if not Path(ok["notebook"]).is_absolute() else Path(ok["notebook"]).exists()
+    assert Path(ok["artifacts"]["extra.txt"]).name == "extra.txt"
+    # Each executed notebook is kept, the failing one with its error.
+    executed = list(results.glob("notebooks/*/quick/PyTorch_CNN.ipynb"))
+    assert executed and "ZeroDivisionError" in executed[0].read_text()
+    # The README's tables were regenerated with the failures said in their cells.
+    text = readme.read_text()
+    assert "**12.5** img/s" in text
+    assert "failed: ZeroDivisionError" in text and "failed: timeout after 15 s" in text
+
+
+def test_resume_skips_what_is_already_recorded(fault_notebooks):
+    folder, results, readme = fault_notebooks
+    notebook_fixtures.recording(folder / "PyTorch_CNN.ipynb", task="CNN")
+    (folder / "PyTorch_RNN.ipynb").unlink()
+    run_all(*fault_run(fault_notebooks, "--tasks", "Inference"))
+    result = run_all(*fault_run(fault_notebooks, "--tasks", "CNN,Inference", "--resume"))
+    tasks = [r["task"] for r in records.read_records(results / "records.jsonl")]
+    assert tasks == ["Inference", "CNN"], result.stdout
+    assert "1 already recorded, skipped" in result.stdout
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_finished_records(fault_notebooks):
+    folder, results, readme = fault_notebooks
+    (folder / "PyTorch_CNN.ipynb").unlink()
+    process = subprocess.Popen([sys.executable, RUN_ALL, *fault_run(fault_notebooks)], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    records_path = results / "records.jsonl"
+    deadline = time.monotonic() + 120
+    while not records.read_records(records_path) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    time.sleep(3)  # the sleeping RNN notebook is running now
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    statuses = [(r["task"], r["status"], r.get("reason")) for r in records.read_records(records_path)]
+    assert statuses[0][:2] == ("Inference", "ok")
+    assert statuses[1] == ("RNN", "failed", "interrupted (Ctrl-C)")
+    assert "finished records are kept" in output
+    # No kernel is left behind sleeping.
+    leftover = subprocess.run(["pgrep", "-f", "time.sleep\\(600\\)"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == ""

@@ -1,0 +1,58 @@
+import pytest
+
+from common import timing
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_warmup_is_excluded_from_the_steady_state(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    syncs = []
+    timer = timing.Timer(warmup_steps=2, sync=lambda: syncs.append(clock.now))
+    for epoch in range(2):
+        with timer.running():
+            for step in range(4):
+                # The first two steps are slow (compilation, autotuning), the rest take 1 s.
+                clock.now += 5.0 if timer.steps < 2 else 1.0
+                timer.step(10)
+        clock.now += 100.0  # evaluation between epochs is not timed
+    summary = timer.summary(unit="images")
+    assert summary["total_seconds"] == 16.0
+    assert summary["warmup_seconds"] == 10.0
+    assert summary["steady_seconds"] == 6.0
+    assert summary["images_per_second"] == 60 / 6.0
+    assert summary["steps"] == 8 and summary["warmup_steps"] == 2
+    # Synchronised when each epoch starts and ends, and once at the end of warm-up.
+    assert len(syncs) == 5
+
+
+def test_no_steady_state_when_everything_was_warm_up():
+    timer = timing.Timer(warmup_steps=5)
+    with timer.running():
+        timer.step(1)
+    assert timer.summary()["items_per_second"] is None
+
+
+def test_step_outside_running_is_an_error():
+    with pytest.raises(RuntimeError, match="outside"):
+        timing.Timer().step(1)
+
+
+def test_median_seconds_synchronises_every_repeat(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    durations = iter([3.0, 1.0, 2.0])
+    syncs = []
+
+    def work():
+        clock.now += next(durations)
+
+    assert timing.median_seconds(work, repeats=3, sync=lambda: syncs.append(1)) == 2.0
+    assert len(syncs) == 6
