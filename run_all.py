@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common.frameworks import FRAMEWORKS, RUNNABLE, UNAVAILABLE, notebook_name
+from common.frameworks import DEFAULT_VARIANT, FRAMEWORKS, RUNNABLE, UNAVAILABLE, notebook_name, variants
 from common.params import PROFILES, TASKS
 
 ROOT = Path(__file__).resolve().parent
@@ -80,6 +80,9 @@ def parse_arguments(argv):
     parser.add_argument("--timeout", type=positive_int, default=3600,
                         help="seconds one notebook may run before it is stopped and recorded as "
                              "failed (default 3600)")
+    parser.add_argument("--variants", choices=("all", DEFAULT_VARIANT), default="all",
+                        help="all (default): also run each notebook's variants (torch.compile, "
+                             "XLA, bf16, …) as rows of their own; default: the plain fp32 run only")
     parser.add_argument("--resume", action="store_true",
                         help="skip framework × task pairs that already have an ok record for "
                              "this hardware, profile and data choice")
@@ -144,7 +147,7 @@ def matrix_rows(notebooks_dir):
             if not (notebooks_dir / notebook_name(framework, task)).exists():
                 statuses[task] = "no notebook"
             else:
-                statuses[task] = "ready" if built else "ready (env built on first run)"
+                statuses[task] = "ready" if built else "ready (env to build)"
         rows.append((framework.title, framework.environment, statuses))
     for framework in UNAVAILABLE:
         rows.append((framework.title, "—", {task: "unavailable" if task in framework.tasks else "—"
@@ -153,14 +156,13 @@ def matrix_rows(notebooks_dir):
 
 
 def print_matrix(notebooks_dir):
-    rows = matrix_rows(notebooks_dir)
-    width = max(len(title) for title, _, _ in rows) + 2
-    columns = [max(len(task), 30) for task in TASKS]
-    print("framework".ljust(width) + "env".ljust(9)
-          + "".join(task.ljust(w + 2) for task, w in zip(TASKS, columns)))
+    rows = [("framework", "env", {task: task for task in TASKS})] + matrix_rows(notebooks_dir)
+    title_width = max(len(title) for title, _, _ in rows) + 2
+    env_width = max(len(environment) for _, environment, _ in rows) + 2
+    widths = {task: max(len(statuses[task]) for _, _, statuses in rows) + 2 for task in TASKS}
     for title, environment, statuses in rows:
-        print(title.ljust(width) + environment.ljust(9)
-              + "".join(statuses[task].ljust(w + 2) for task, w in zip(TASKS, columns)))
+        print((title.ljust(title_width) + environment.ljust(env_width)
+               + "".join(statuses[task].ljust(widths[task]) for task in TASKS)).rstrip())
     print()
     for framework in UNAVAILABLE:
         print(f"{framework.title}: cannot run here: {framework.reason}")
@@ -227,17 +229,19 @@ class Runner:
             for task in arguments.tasks:
                 notebook = arguments.notebooks_dir / notebook_name(framework, task)
                 if notebook.exists():
-                    planned.append((framework, task, notebook))
+                    chosen = variants(framework, task) if arguments.variants == "all" else (DEFAULT_VARIANT,)
+                    planned.extend((framework, task, variant, notebook) for variant in chosen)
                 elif len(arguments.tasks) < len(TASKS) or task in framework.tasks:
                     print(f"[run] {framework.title} {task}: no notebook {notebook.name}, skipped")
         if arguments.resume:
             from common.probe import hardware_label
 
-            done = {(r["framework"], r["task"]) for r in records.read_records(self.records_path)
+            done = {(r["framework"], r["task"], r.get("variant", DEFAULT_VARIANT))
+                    for r in records.read_records(self.records_path)
                     if r.get("status") == "ok" and r.get("profile") == arguments.profile
                     and r.get("data_choice") == arguments.data
                     and hardware_label(r.get("hardware", {})) == self.hardware_label}
-            kept = [item for item in planned if (item[0].name, item[1]) not in done]
+            kept = [item for item in planned if (item[0].name, item[1], item[2]) not in done]
             if len(kept) < len(planned):
                 print(f"[run] --resume: {len(planned) - len(kept)} already recorded, skipped")
             planned = kept
@@ -264,16 +268,16 @@ class Runner:
 
     # -- one notebook
 
-    def failed_record(self, framework, task, reason, started_at):
+    def failed_record(self, framework, task, variant, reason, started_at):
         from common import params, records
 
         return records.make_record(
-            framework=framework.name, task=task, profile=self.arguments.profile,
+            framework=framework.name, task=task, variant=variant, profile=self.arguments.profile,
             data=None, hardware=self.hardware, versions={}, metrics={},
             params=params.get_params(task, self.arguments.profile),
             status="failed", reason=reason, started_at=started_at)
 
-    def execute(self, framework, task, notebook):
+    def execute(self, framework, task, variant, notebook):
         """Run one notebook; return its record (ok from the notebook, or failed from here)."""
         import tempfile
         import time
@@ -284,13 +288,14 @@ class Runner:
         started_at = records.now()
         out_dir = self.results / "notebooks" / slug(self.hardware_label) / arguments.profile
         out_dir.mkdir(parents=True, exist_ok=True)
-        executed = out_dir / notebook.name
-        log_path = self.results / "logs" / f"{notebook.stem}.{arguments.profile}.log"
+        name = notebook.stem if variant == DEFAULT_VARIANT else f"{notebook.stem}.{variant}"
+        executed = out_dir / f"{name}.ipynb"
+        log_path = self.results / "logs" / f"{name}.{arguments.profile}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             kernel = self.kernel_for(framework)
         except RuntimeError as error:
-            return self.failed_record(framework, task, f"environment: {error}", started_at)
+            return self.failed_record(framework, task, variant, f"environment: {error}", started_at)
         with tempfile.TemporaryDirectory(prefix="rosetta-record-") as staging:
             record_path = Path(staging) / "record.jsonl"
             command = [sys.executable, "-m", "papermill", str(notebook), str(executed),
@@ -298,6 +303,8 @@ class Runner:
                        "--no-progress-bar", "--execution-timeout", str(arguments.timeout),
                        "-p", "profile", arguments.profile, "-p", "data", arguments.data,
                        "-p", "record_path", str(record_path)]
+            if variant != DEFAULT_VARIANT:
+                command += ["-p", "variant", variant]
             began = time.monotonic()
             with open(log_path, "w") as log:
                 process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
@@ -310,20 +317,20 @@ class Runner:
                     returncode = "timeout"
                 except KeyboardInterrupt:
                     kill_group(process)
-                    record = self.failed_record(framework, task, "interrupted (Ctrl-C)", started_at)
+                    record = self.failed_record(framework, task, variant, "interrupted (Ctrl-C)", started_at)
                     self.finish_record(record, executed, kernel, began)
                     raise
             written = records.read_records(record_path)
-            artifacts = self.keep_artifacts(Path(staging), record_path, out_dir)
+            artifacts = self.keep_artifacts(Path(staging), record_path, out_dir, name)
             tail = error_tail(log_path)
             if returncode == "timeout" or (returncode != 0 and "Timeout" in tail
                                            and "CellTimeoutError" in tail):
                 record = self.failed_record(framework, task,
                                             f"timeout after {arguments.timeout} s", started_at)
             elif returncode != 0:
-                record = self.failed_record(framework, task, tail, started_at)
+                record = self.failed_record(framework, task, variant, tail, started_at)
             elif not written:
-                record = self.failed_record(framework, task, "the notebook wrote no record",
+                record = self.failed_record(framework, task, variant, "the notebook wrote no record",
                                             started_at)
             else:
                 record = written[-1]
@@ -332,15 +339,15 @@ class Runner:
         return self.finish_record(record, executed, kernel, began)
 
     @staticmethod
-    def keep_artifacts(staging, record_path, out_dir):
+    def keep_artifacts(staging, record_path, out_dir, name):
         """Move what the notebook wrote beside its record (records.artifact_path) next to the
-        executed notebook; return {file name: path from the repository root}."""
+        executed notebook, prefixed with its name; return {file name: path from the root}."""
         import shutil
 
         kept = {}
         for path in sorted(staging.iterdir()):
             if path != record_path and path.is_file():
-                destination = out_dir / path.name
+                destination = out_dir / f"{name}.{path.name}"
                 shutil.move(str(path), destination)
                 kept[path.name] = relative(destination)
         return kept
@@ -369,9 +376,10 @@ class Runner:
         failures = 0
         bar = tqdm(planned, unit="notebook", dynamic_ncols=True)
         try:
-            for framework, task, notebook in bar:
-                bar.set_description(f"{framework.title} {task}")
-                record = self.execute(framework, task, notebook)
+            for framework, task, variant, notebook in bar:
+                shown = "" if variant == DEFAULT_VARIANT else f" ({variant})"
+                bar.set_description(f"{framework.title} {task}{shown}")
+                record = self.execute(framework, task, variant, notebook)
                 failures += record["status"] != "ok"
                 tqdm.write(self.summary_line(record))
         except KeyboardInterrupt:
@@ -390,6 +398,8 @@ class Runner:
         valid, why = report.validity(record)
         shown = report.cell_text(record).split(" [nb]")[0].replace("**", "")
         name = f"{record['framework']} {record['task']}"
+        if record.get("variant", DEFAULT_VARIANT) != DEFAULT_VARIANT:
+            name += f" ({record['variant']})"
         return f"[run] {name}: {record['status']}" + (f" · {shown}" if valid else f" · {why}")
 
     def regenerate(self):

@@ -23,10 +23,65 @@ def requirements_file(name):
     return ENVS_DIR / f"{name}.txt"
 
 
+def build_requirements_file(name):
+    """envs/<name>.pre.txt: installed first, when a package of envs/<name>.txt builds from source
+    against pins of its own (old setuptools, numpy); the main install then runs with
+    --no-build-isolation so that it builds against them."""
+    return ENVS_DIR / f"{name}.pre.txt"
+
+
+def system_packages_file(name):
+    """envs/<name>.apt.txt: Debian packages the environment needs (a BLAS, R), one per line."""
+    return ENVS_DIR / f"{name}.apt.txt"
+
+
+def _listed(path):
+    if not path.exists():
+        return []
+    lines = (line.split("#")[0].strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line]
+
+
 def environment_hash(name):
-    digest = hashlib.sha256(requirements_file(name).read_bytes())
+    digest = hashlib.sha256()
+    for path in (build_requirements_file(name), requirements_file(name), system_packages_file(name)):
+        if path.exists():
+            digest.update(path.name.encode() + path.read_bytes())
     digest.update(f"{sys.version_info.major}.{sys.version_info.minor}".encode())
     return digest.hexdigest()[:12]
+
+
+def missing_system_packages(packages):
+    return [package for package in packages
+            if subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True,
+                              text=True).stdout.strip() != "install ok installed"]
+
+
+def ensure_system_packages(name, log=print):
+    """Install envs/<name>.apt.txt's Debian packages when missing; say clearly when we cannot."""
+    packages = _listed(system_packages_file(name))
+    if not packages:
+        return
+    if not shutil.which("dpkg-query"):
+        raise RuntimeError(f"'{name}' needs the Debian packages {' '.join(packages)}, and this "
+                           "system has no dpkg: install their equivalents by hand")
+    missing = missing_system_packages(packages)
+    if not missing:
+        return
+    install = ["apt-get", "install", "-y", "--no-install-recommends", *missing]
+    prefix = []
+    if os.geteuid() != 0:
+        if not shutil.which("sudo"):
+            raise RuntimeError(f"'{name}' needs the Debian packages {' '.join(missing)}: run "
+                               f"`sudo {' '.join(install)}` (this user is not root)")
+        prefix = ["sudo", "-n"]
+    log(f"[env] installing Debian packages for '{name}': {' '.join(missing)}")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    update = subprocess.run(prefix + ["apt-get", "update"], env=env, capture_output=True, text=True)
+    result = subprocess.run(prefix + install, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"installing {' '.join(missing)} failed (apt-get update said: "
+                           f"{update.stderr.strip()[-300:]}):\n{result.stderr.strip()[-1500:]}")
 
 
 def environment_path(name):
@@ -53,12 +108,15 @@ def build(name, log=print):
     log(f"[env] building '{name}' from {requirements_file(name).relative_to(REPOSITORY_ROOT)} "
         f"into {path} (minutes; pip's log: {path}.log)")
     started = time.monotonic()
+    ensure_system_packages(name, log)
+    pip = [str(environment_python(path)), "-m", "pip", "install", "--no-input"]
+    steps = [[sys.executable, "-m", "venv", str(path)]]
+    if build_requirements_file(name).exists():
+        steps.append(pip + ["-r", str(build_requirements_file(name))])
+        steps.append(pip + ["--no-build-isolation", "-r", str(requirements_file(name))])
+    else:
+        steps.append(pip + ["-r", str(requirements_file(name))])
     with open(f"{path}.log", "w") as pip_log:
-        steps = (
-            [sys.executable, "-m", "venv", str(path)],
-            [str(environment_python(path)), "-m", "pip", "install", "--no-input",
-             "-r", str(requirements_file(name))],
-        )
         for command in steps:
             pip_log.write(f"$ {' '.join(command)}\n")
             pip_log.flush()

@@ -2,13 +2,24 @@
 tasks it has notebooks for, and, for the ones that cannot run on today's stack, why."""
 from collections import namedtuple
 
-Framework = namedtuple("Framework", "name title prefix environment tasks reason")
-Framework.__new__.__defaults__ = ((), None)
+Framework = namedtuple("Framework", "name title prefix environment tasks reason variants")
+Framework.__new__.__defaults__ = ((), None, None)
+
+DEFAULT_VARIANT = "default"
 
 # Runnable frameworks. `environment` names envs/<environment>.txt; `tasks` are the notebooks
-# that exist (notebooks/<prefix>_<task>.ipynb), checked against the folder by a test.
+# that exist (notebooks/<prefix>_<task>.ipynb), checked against the folder by a test; `variants`
+# maps a task to the variants its notebook runs besides the default (its `variant` parameter),
+# each a row of its own in the tables.
 _RUNNABLE = (
-    Framework("pytorch", "PyTorch", "PyTorch", "torch", ("CNN", "Inference", "RNN")),
+    Framework("pytorch", "PyTorch", "PyTorch", "torch", ("CNN", "Inference", "RNN"),
+              variants={"CNN": ("compiled",), "Inference": ("compiled", "bf16")}),
+    Framework("tensorflow", "TensorFlow", "Tensorflow", "tensorflow", ()),
+    Framework("keras_tf", "Keras 3 (TensorFlow)", "Keras_TF", "tensorflow", ()),
+    Framework("keras_jax", "Keras 3 (JAX)", "Keras_JAX", "jax", ()),
+    Framework("keras_torch", "Keras 3 (PyTorch)", "Keras_Torch", "torch", ()),
+    Framework("jax_flax", "JAX + Flax NNX", "JAX_Flax", "jax", ()),
+    Framework("onnxruntime", "ONNX Runtime", "ONNXRuntime", "onnxruntime", ()),
 )
 
 # Rows of the 2018 repository that no machine reachable today can run, with what a user would need.
@@ -31,3 +42,8 @@ RUNNABLE = {framework.name: framework for framework in _RUNNABLE}
 
 def notebook_name(framework, task):
     return f"{framework.prefix}_{task}.ipynb"
+
+
+def variants(framework, task):
+    """The default variant, then the task's extra ones."""
+    return (DEFAULT_VARIANT,) + tuple((framework.variants or {}).get(task, ()))

@@ -186,19 +186,31 @@ def _real_weights():
 # ----------------------------------------------------------------------------------------------
 # Public entry point
 
+# Caffe-preprocessed pixels span about ±128; the first kernel absorbs that scale, as trained
+# weights do, and each residual branch ends scaled down so that sixteen additions keep the
+# activations near unit size: features of the size real weights give, so one absolute tolerance
+# fits both.
+INPUT_SCALE = 128.0
+RESIDUAL_GAMMA = 0.25
+
+
 def random_arrays(seed=RANDOM_SEED):
     """Deterministic stand-in weights with ResNet-50's names and shapes.
 
-    He-normal kernels, zero biases, and identity batch norm (gamma 1, beta 0, mean 0, variance 1).
+    He-normal kernels (the first divided by the input scale), zero biases, identity batch norm
+    (beta 0, mean 0, variance 1) with gamma 1, except RESIDUAL_GAMMA at the end of each branch.
     """
     rng = np.random.default_rng(seed)
     arrays = OrderedDict()
     for name, shape in layer_shapes().items():
-        parameter = name.rsplit("/", 1)[1]
+        layer, parameter = name.rsplit("/", 1)
         if parameter == "kernel":
             fan_in = int(np.prod(shape[:-1]))
-            array = rng.standard_normal(shape, dtype=np.float32) * np.float32(np.sqrt(2.0 / fan_in))
-        elif parameter in ("gamma", "moving_variance"):
+            scale = np.sqrt(2.0 / fan_in) / (INPUT_SCALE if layer == "conv1_conv" else 1.0)
+            array = rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
+        elif parameter == "gamma":
+            array = np.full(shape, RESIDUAL_GAMMA if layer.endswith("_3_bn") else 1.0, np.float32)
+        elif parameter == "moving_variance":
             array = np.ones(shape, dtype=np.float32)
         else:
             array = np.zeros(shape, dtype=np.float32)

@@ -2,6 +2,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from common import environments, paths
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,3 +51,24 @@ def test_a_kernel_names_its_python_and_this_clone_and_keeps_home_clean(monkeypat
         assert spec["env"][variable].startswith(str(tmp_path.resolve()))
     env = environments.papermill_environment()
     assert env["JUPYTER_PATH"] == str(environments.kernels_root())
+
+
+def test_build_requirements_and_system_packages_are_part_of_the_key(monkeypatch, tmp_path):
+    monkeypatch.setenv(paths.CACHE_VARIABLE, str(tmp_path))
+    monkeypatch.setattr(environments, "ENVS_DIR", tmp_path)
+    (tmp_path / "old.txt").write_text("chainer==7.8.1\n")
+    plain = environments.environment_path("old")
+    (tmp_path / "old.pre.txt").write_text("setuptools<81\n")
+    with_build = environments.environment_path("old")
+    (tmp_path / "old.apt.txt").write_text("libopenblas-dev  # BLAS\n")
+    assert len({plain, with_build, environments.environment_path("old")}) == 3
+    assert environments._listed(tmp_path / "old.apt.txt") == ["libopenblas-dev"]
+
+
+def test_missing_system_packages_are_named(monkeypatch, tmp_path):
+    monkeypatch.setattr(environments, "ENVS_DIR", tmp_path)
+    (tmp_path / "demo.apt.txt").write_text("surely-not-a-debian-package-xyz\n")
+    monkeypatch.setattr(environments.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(environments.shutil, "which", lambda tool: "/usr/bin/dpkg-query" if tool == "dpkg-query" else None)
+    with pytest.raises(RuntimeError, match="surely-not-a-debian-package-xyz.*not root"):
+        environments.ensure_system_packages("demo")

@@ -87,7 +87,8 @@ def test_a_failing_and_a_hanging_notebook_are_recorded_and_the_run_goes_on(fault
     ok = by_task["Inference"]
     assert ok["status"] == "ok" and ok["metrics"]["images_per_second"] == 12.5
     assert (ROOT / ok["notebook"]).exists() if not Path(ok["notebook"]).is_absolute() else Path(ok["notebook"]).exists()
-    assert Path(ok["artifacts"]["extra.txt"]).name == "extra.txt"
+    assert Path(ok["artifacts"]["extra.txt"]).name == "PyTorch_Inference.extra.txt"
+    assert (ROOT / ok["artifacts"]["extra.txt"]).read_text() == "artifact"
     # Each executed notebook is kept, the failing one with its error.
     executed = list(results.glob("notebooks/*/quick/PyTorch_CNN.ipynb"))
     assert executed and "ZeroDivisionError" in executed[0].read_text()

