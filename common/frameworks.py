@@ -20,6 +20,10 @@ _RUNNABLE = (
     Framework("keras_torch", "Keras 3 (PyTorch)", "Keras_Torch", "torch", ()),
     Framework("jax_flax", "JAX + Flax NNX", "JAX_Flax", "jax", ()),
     Framework("onnxruntime", "ONNX Runtime", "ONNXRuntime", "onnxruntime", ()),
+    Framework("gluon", "MXNet (Gluon)", "Gluon", "mxnet", ()),
+    Framework("mxnet", "MXNet (Module API)", "MXNet", "mxnet", ()),
+    Framework("chainer", "Chainer", "Chainer", "chainer", ()),
+    Framework("paddle", "PaddlePaddle", "Paddle", "paddle", ()),
 )
 
 # Rows of the 2018 repository that no machine reachable today can run, with what a user would need.

@@ -66,8 +66,8 @@ _FULL = {
 # Only what differs from `full`.
 _OVERRIDES = {
     "quick": {
-        "CNN": {"n_train": 10000, "n_test": 2000, "epochs": 2},
-        "Inference": {"n_batches": 10},
+        "CNN": {"n_train": 6400, "n_test": 2000, "epochs": 2},
+        "Inference": {"n_batches": 6},
         "RNN": {"n_train": 10000, "n_test": 5000, "epochs": 2},
         "MultiGPU": {"epochs": 1},
         "FCN5": {"n_batches": 10},
