@@ -256,13 +256,15 @@ class Runner:
         if framework.name in self.kernels:
             return self.kernels[framework.name]
         if self.arguments.use_current_python:
-            kernel = environments.write_kernel("rosetta-current", sys.executable,
-                                               "Rosetta (current Python)")
+            python, name = sys.executable, "current"
         else:
-            path = environments.build(framework.environment)
-            kernel = environments.write_kernel(f"rosetta-{framework.environment}",
-                                               environments.environment_python(path),
-                                               f"Rosetta {framework.environment}")
+            python = environments.environment_python(environments.build(framework.environment))
+            name = framework.environment
+        if framework.language == "r":
+            environments.ensure_system_packages("r")
+            name = f"r-{name}"
+        kernel = environments.write_kernel(f"rosetta-{name}", python, f"Rosetta {name}",
+                                           framework.language)
         self.kernels[framework.name] = kernel
         return kernel
 

@@ -152,17 +152,20 @@ def kernels_root():
     return cache_root() / "kernels" / clone
 
 
-def write_kernel(kernel_name, python, display_name):
-    """Register `python` as the Jupyter kernel `kernel_name`, with this clone's `common` on its
-    path. Written on every run: cheap, and never stale."""
+def write_kernel(kernel_name, python, display_name, language="python"):
+    """Register a Jupyter kernel `kernel_name` with this clone's `common` on its Python path:
+    `python` itself, or for language "r" IRkernel, whose reticulate is pointed at `python`.
+    Written on every run: cheap, and never stale."""
     folder = kernels_root() / "kernels" / kernel_name
     folder.mkdir(parents=True, exist_ok=True)
-    spec = {
-        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": display_name,
-        "language": "python",
-        "env": {"PYTHONPATH": str(REPOSITORY_ROOT), **home_redirects()},
-    }
+    env = {"PYTHONPATH": str(REPOSITORY_ROOT), **home_redirects()}
+    if language == "r":
+        argv = ["R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"]
+        env["RETICULATE_PYTHON"] = str(python)
+        language = "R"
+    else:
+        argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    spec = {"argv": argv, "display_name": display_name, "language": language, "env": env}
     (folder / "kernel.json").write_text(json.dumps(spec, indent=1))
     return kernel_name
 

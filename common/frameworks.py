@@ -2,28 +2,37 @@
 tasks it has notebooks for, and, for the ones that cannot run on today's stack, why."""
 from collections import namedtuple
 
-Framework = namedtuple("Framework", "name title prefix environment tasks reason variants")
-Framework.__new__.__defaults__ = ((), None, None)
+Framework = namedtuple("Framework", "name title prefix environment tasks reason variants language")
+Framework.__new__.__defaults__ = ((), None, None, "python")
 
 DEFAULT_VARIANT = "default"
 
 # Runnable frameworks. `environment` names envs/<environment>.txt; `tasks` are the notebooks
 # that exist (notebooks/<prefix>_<task>.ipynb), checked against the folder by a test; `variants`
 # maps a task to the variants its notebook runs besides the default (its `variant` parameter),
-# each a row of its own in the tables.
+# each a row of its own in the tables; `language` is the notebooks' kernel language: an R
+# notebook runs on IRkernel and reaches its environment's Python through reticulate.
 _RUNNABLE = (
     Framework("pytorch", "PyTorch", "PyTorch", "torch", ("CNN", "Inference", "RNN"),
               variants={"CNN": ("compiled",), "Inference": ("compiled", "bf16")}),
-    Framework("tensorflow", "TensorFlow", "Tensorflow", "tensorflow", ()),
-    Framework("keras_tf", "Keras 3 (TensorFlow)", "Keras_TF", "tensorflow", ()),
-    Framework("keras_jax", "Keras 3 (JAX)", "Keras_JAX", "jax", ()),
-    Framework("keras_torch", "Keras 3 (PyTorch)", "Keras_Torch", "torch", ()),
-    Framework("jax_flax", "JAX + Flax NNX", "JAX_Flax", "jax", ()),
-    Framework("onnxruntime", "ONNX Runtime", "ONNXRuntime", "onnxruntime", ()),
-    Framework("gluon", "MXNet (Gluon)", "Gluon", "mxnet", ()),
-    Framework("mxnet", "MXNet (Module API)", "MXNet", "mxnet", ()),
-    Framework("chainer", "Chainer", "Chainer", "chainer", ()),
-    Framework("paddle", "PaddlePaddle", "Paddle", "paddle", ()),
+    Framework("tensorflow", "TensorFlow", "Tensorflow", "tensorflow", ("CNN", "Inference", "RNN"),
+              variants={"CNN": ("xla",), "Inference": ("xla", "bf16")}),
+    Framework("keras_tf", "Keras 3 (TensorFlow)", "Keras_TF", "tensorflow", ("CNN", "Inference", "RNN"),
+              variants={"CNN": ("xla",)}),
+    Framework("keras_jax", "Keras 3 (JAX)", "Keras_JAX", "jax", ("CNN", "Inference", "RNN")),
+    Framework("keras_torch", "Keras 3 (PyTorch)", "Keras_Torch", "torch", ("CNN", "Inference", "RNN")),
+    Framework("jax_flax", "JAX + Flax NNX", "JAX_Flax", "jax", ("CNN", "Inference", "RNN"),
+              variants={"Inference": ("bf16",)}),
+    Framework("onnxruntime", "ONNX Runtime", "ONNXRuntime", "onnxruntime", ("Inference",)),
+    Framework("gluon", "MXNet (Gluon)", "Gluon", "mxnet", ("CNN", "Inference", "RNN")),
+    Framework("mxnet", "MXNet (Module API)", "MXNet", "mxnet", ("CNN", "Inference", "RNN")),
+    Framework("chainer", "Chainer", "Chainer", "chainer", ("CNN", "Inference", "RNN")),
+    Framework("paddle", "PaddlePaddle", "Paddle", "paddle", ("CNN", "Inference", "RNN"),
+              variants={"CNN": ("to_static",)}),
+    Framework("lasagne", "Theano + Lasagne", "Lasagne", "theano", ("CNN", "RNN")),
+    Framework("keras_theano", "Keras 2 (Theano)", "Keras_Theano", "theano", ("CNN",)),
+    Framework("keras_r", "R + Keras 3 (TF)", "KerasR_TF", "tensorflow", ("CNN", "Inference", "RNN"),
+              language="r"),
 )
 
 # Rows of the 2018 repository that no machine reachable today can run, with what a user would need.
