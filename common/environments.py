@@ -4,6 +4,7 @@ An environment lives in <cache>/envs/<name>-<hash>, the hash taken over envs/<na
 Python version, so a changed requirements file makes a new one and an unchanged one is reused. A
 marker file is written last: an environment without it (an interrupted build) is rebuilt.
 """
+import fcntl
 import hashlib
 import json
 import os
@@ -97,10 +98,20 @@ def is_built(name):
 
 
 def build(name, log=print):
-    """Make envs/<name>.txt's environment when missing; return its path."""
+    """Make envs/<name>.txt's environment when missing; return its path. Two runners asking for
+    the same environment at once: the second waits for the first's build, then reuses it."""
     path = environment_path(name)
     if (path / COMPLETE_MARKER).exists():
         return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{path}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (path / COMPLETE_MARKER).exists():
+            return path
+        return _build_locked(name, path, log)
+
+
+def _build_locked(name, path, log):
     if path.exists():
         log(f"[env] {path} is incomplete (an interrupted build): rebuilding it")
         shutil.rmtree(path)
