@@ -68,7 +68,7 @@ _OVERRIDES = {
     "quick": {
         "CNN": {"n_train": 3200, "n_test": 2000, "epochs": 2},
         "Inference": {"n_batches": 6},
-        "RNN": {"n_train": 6400, "n_test": 5000, "epochs": 2},
+        "RNN": {"n_train": 3200, "n_test": 2000, "epochs": 2},
         "MultiGPU": {"epochs": 1},
         "FCN5": {"n_batches": 10},
     },
