@@ -327,7 +327,7 @@ class Runner:
             tail = error_tail(log_path)
             if returncode == "timeout" or (returncode != 0 and "Timeout" in tail
                                            and "CellTimeoutError" in tail):
-                record = self.failed_record(framework, task,
+                record = self.failed_record(framework, task, variant,
                                             f"timeout after {arguments.timeout} s", started_at)
             elif returncode != 0:
                 record = self.failed_record(framework, task, variant, tail, started_at)

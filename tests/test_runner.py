@@ -69,7 +69,8 @@ def fault_notebooks(tmp_path):
 
 def fault_run(fault_notebooks, *extra):
     folder, results, readme = fault_notebooks
-    return ["--use-current-python", "--frameworks", "pytorch", "--tasks", "CNN,Inference,RNN",
+    # The made-up notebooks have no variants: one run each.
+    return ["--use-current-python", "--frameworks", "pytorch", "--tasks", "CNN,Inference,RNN", "--variants", "default",
             "--notebooks-dir", str(folder), "--results-dir", str(results), "--readme", str(readme),
             *extra]
 
