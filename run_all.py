@@ -12,18 +12,18 @@ requirements file is unchanged. --use-current-python skips all of that and runs 
 the interpreter that runs this script (e.g. a GPU host with its own stack and papermill).
 """
 import argparse
+import datetime
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from common.frameworks import DEFAULT_VARIANT, FRAMEWORKS, RUNNABLE, UNAVAILABLE, notebook_name, variants
-from common.params import PROFILES, TASKS
+from common.params import DATA_CHOICES, PROFILES, TASKS
 
 ROOT = Path(__file__).resolve().parent
 RUNNER_ENVIRONMENT = "runner"
 BOOTSTRAPPED_VARIABLE = "ROSETTA_RUNNER"
-DATA_CHOICES = ("auto", "real", "synthetic")  # common.data.DATA_CHOICES, without its numpy import
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -214,7 +214,7 @@ class Runner:
         self.records_path = self.results / "records.jsonl"
         self.hardware = probe.hardware()
         self.hardware_label = probe.hardware_label(self.hardware)
-        self.run_id = __import__("datetime").datetime.now().strftime("%Y%m%dT%H%M%S")
+        self.run_id = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
         self.kernels = {}
 
     # -- planning

@@ -13,8 +13,7 @@ from collections import namedtuple
 import numpy as np
 
 from common import synthetic
-
-DATA_CHOICES = ("auto", "real", "synthetic")
+from common.params import DATA_CHOICES
 
 DataSet = namedtuple("DataSet", "x_train y_train x_test y_test data source")
 
@@ -23,14 +22,14 @@ class DataUnavailable(RuntimeError):
     """No source of a data set could be reached or verified; the message lists what was tried."""
 
 
-def _check_choice(data):
+def check_choice(data):
     if data not in DATA_CHOICES:
         raise ValueError(f"unknown data choice {data!r}; valid: {', '.join(DATA_CHOICES)}")
 
 
 def _real_or_fallback(name, data, load_real):
     """Call load_real() per the `data` policy; return its value or None for synthetic."""
-    _check_choice(data)
+    check_choice(data)
     if data == "synthetic":
         return None
     try:

@@ -7,6 +7,8 @@ Only the sizes change between profiles: the model and the optimiser are the same
 import copy
 
 PROFILES = ("full", "quick", "smoke")
+# Where data comes from (see common.data); here because the runner validates it without numpy.
+DATA_CHOICES = ("auto", "real", "synthetic")
 
 _FULL = {
     "CNN": {

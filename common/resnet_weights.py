@@ -13,9 +13,8 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from common import sources
-from common.data import DataUnavailable
+from common.data import DataUnavailable, check_choice
 
-DATA_CHOICES = ("auto", "real", "synthetic")
 FOLDER = "resnet50"
 MODEL_FOLDER = "package/ResNet50/"
 LABELS_MEMBER = "package/assets/labels.json"
@@ -230,8 +229,7 @@ def load(data="auto"):
     `data`: auto (real when the package or the cached conversion is available, else random with
     one line said), real (DataUnavailable when not available), synthetic (random, no fetching).
     """
-    if data not in DATA_CHOICES:
-        raise ValueError(f"unknown data choice {data!r}; valid: {', '.join(DATA_CHOICES)}")
+    check_choice(data)
     if data == "synthetic":
         return random_weights()
     try:
