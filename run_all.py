@@ -8,8 +8,10 @@ framework's own kernel; one record per run; the README tables and plots regenera
 
 On first use it makes its own environment (envs/runner.txt) and each framework's (envs/<name>.txt)
 in a cache outside the clone ($ROSETTA_CACHE, default ~/.cache/dl-rosetta), reused while the
-requirements file is unchanged. --use-current-python skips all of that and runs every notebook on
-the interpreter that runs this script (e.g. a GPU host with its own stack and papermill).
+requirements file is unchanged. On a host whose nvidia-smi lists a GPU (--accelerator auto) it
+builds each framework's CUDA environment (envs/<name>.cuda.txt) instead and runs the notebooks on
+the GPU. --use-current-python skips all of that and runs every notebook on the interpreter that
+runs this script (e.g. a GPU host with its own stack and papermill).
 """
 import argparse
 import datetime
@@ -88,9 +90,19 @@ def parse_arguments(argv):
                              "this hardware, profile and data choice")
     parser.add_argument("--list", action="store_true",
                         help="print the framework × task matrix and what can run here, then exit")
+    parser.add_argument("--accelerator", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="auto (default): cuda when nvidia-smi lists a GPU, else cpu; cpu: the "
+                             "CPU builds (envs/<name>.txt), notebooks on the CPU even on a GPU "
+                             "host; cuda: the CUDA builds (envs/<name>.cuda.txt), notebooks on "
+                             "the GPU, stopping here when there is none")
     parser.add_argument("--use-current-python", action="store_true",
                         help="run every notebook on this interpreter (which needs papermill and "
                              "ipykernel, and the frameworks) instead of building environments")
+    parser.add_argument("--import-records", type=Path, metavar="PATH",
+                        help="add the records of another machine's run (its results folder, or its "
+                             "records.jsonl beside a notebooks/ folder) to this one's, with their "
+                             "executed notebooks, skipping records already here; then regenerate "
+                             "the tables and exit")
     parser.add_argument("--results-dir", type=Path, default=ROOT / "results",
                         help="where records, executed notebooks and plots go (default results/)")
     parser.add_argument("--readme", type=Path, default=ROOT / "README.md",
@@ -99,7 +111,31 @@ def parse_arguments(argv):
                         help=argparse.SUPPRESS)  # the fault tests point this at made-up notebooks
     parser.add_argument("--self-test", action="store_true",
                         help="run the test suite (pytest) in the runner's environment, then exit")
-    return parser.parse_args(argv)
+    arguments = parser.parse_args(argv)
+    if arguments.import_records is not None:
+        source = arguments.import_records
+        if not (source / "records.jsonl" if source.is_dir() else source).is_file():
+            parser.error(f"--import-records: no records.jsonl at {source}")
+    elif not (arguments.list or arguments.self_test):
+        try:
+            arguments.accelerator = resolve_accelerator(arguments.accelerator)
+        except ValueError as error:
+            parser.error(str(error))
+    return arguments
+
+
+def resolve_accelerator(requested):
+    """'auto' becomes cuda or cpu by what nvidia-smi lists; cuda without a GPU is refused before
+    anything is built or run, rather than timing the CPU under a GPU's name."""
+    from common import probe
+
+    found = probe.nvidia_smi_gpus()
+    if requested == "auto":
+        return "cuda" if found else "cpu"
+    if requested == "cuda" and not found:
+        raise ValueError("--accelerator cuda: nvidia-smi lists no GPU on this machine (is the "
+                         "NVIDIA driver installed?); use --accelerator cpu to run on the CPU")
+    return requested
 
 
 # ----------------------------------------------------------------------------- bootstrap
@@ -135,17 +171,20 @@ def ensure_runner_environment(arguments):
 
 # ----------------------------------------------------------------------------- listing
 
-def matrix_rows(notebooks_dir):
+def matrix_rows(notebooks_dir, accelerator="cpu"):
     """(framework title, environment, {task: status text}) for every framework we know."""
     from common import environments
 
     rows = []
     for framework in RUNNABLE.values():
-        built = environments.is_built(framework.environment)
+        available = environments.has_build(framework.environment, accelerator)
+        built = available and environments.is_built(framework.environment, accelerator)
         statuses = {}
         for task in TASKS:
             if not (notebooks_dir / notebook_name(framework, task)).exists():
                 statuses[task] = "no notebook"
+            elif not available:
+                statuses[task] = f"no {accelerator} build"
             else:
                 statuses[task] = "ready" if built else "ready (env to build)"
         rows.append((framework.title, framework.environment, statuses))
@@ -155,8 +194,14 @@ def matrix_rows(notebooks_dir):
     return rows
 
 
-def print_matrix(notebooks_dir):
-    rows = [("framework", "env", {task: task for task in TASKS})] + matrix_rows(notebooks_dir)
+def print_matrix(notebooks_dir, accelerator="auto"):
+    from common import environments
+
+    if accelerator == "auto":
+        accelerator = resolve_accelerator("auto")
+    print(f"accelerator: {accelerator} (environments from envs/<name>"
+          f"{'' if accelerator == 'cpu' else '.' + accelerator}.txt)\n")
+    rows = [("framework", "env", {task: task for task in TASKS})] + matrix_rows(notebooks_dir, accelerator)
     title_width = max(len(title) for title, _, _ in rows) + 2
     env_width = max(len(environment) for _, environment, _ in rows) + 2
     widths = {task: max(len(statuses[task]) for _, _, statuses in rows) + 2 for task in TASKS}
@@ -166,6 +211,9 @@ def print_matrix(notebooks_dir):
     print()
     for framework in UNAVAILABLE:
         print(f"{framework.title}: cannot run here: {framework.reason}")
+    if accelerator != "cpu":
+        for name, reason in environments.NO_GPU_BUILD.items():
+            print(f"environment '{name}': {reason}")
 
 
 # ----------------------------------------------------------------------------- running
@@ -205,6 +253,12 @@ def kill_group(process):
         process.wait()
 
 
+def record_identity(record):
+    """What tells one run's record from every other's, on any machine."""
+    return tuple(str(record.get(key)) for key in
+                 ("run_id", "framework", "task", "variant", "profile", "started_at", "finished_at"))
+
+
 class Runner:
     def __init__(self, arguments):
         from common import probe
@@ -212,7 +266,8 @@ class Runner:
         self.arguments = arguments
         self.results = arguments.results_dir.resolve()
         self.records_path = self.results / "records.jsonl"
-        self.hardware = probe.hardware()
+        self.accelerator = arguments.accelerator
+        self.hardware = probe.hardware(probe.nvidia_accelerator() if self.accelerator == "cuda" else None)
         self.hardware_label = probe.hardware_label(self.hardware)
         self.run_id = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
         self.kernels = {}
@@ -250,16 +305,18 @@ class Runner:
     # -- kernels
 
     def kernel_for(self, framework):
-        """The framework's kernel name, building its environment the first time."""
+        """The framework's kernel name, named after its environment and the accelerator, building
+        the environment the first time."""
         from common import environments
 
         if framework.name in self.kernels:
             return self.kernels[framework.name]
         if self.arguments.use_current_python:
-            python, name = sys.executable, "current"
+            python, name = sys.executable, f"current-{self.accelerator}"
         else:
-            python = environments.environment_python(environments.build(framework.environment))
-            name = framework.environment
+            python = environments.environment_python(
+                environments.build(framework.environment, accelerator=self.accelerator))
+            name = f"{framework.environment}-{self.accelerator}"
         if framework.language == "r":
             environments.ensure_system_packages("r")
             name = f"r-{name}"
@@ -270,14 +327,14 @@ class Runner:
 
     # -- one notebook
 
-    def failed_record(self, framework, task, variant, reason, started_at):
+    def failed_record(self, framework, task, variant, reason, started_at, status="failed"):
         from common import params, records
 
         return records.make_record(
             framework=framework.name, task=task, variant=variant, profile=self.arguments.profile,
             data=None, hardware=self.hardware, versions={}, metrics={},
             params=params.get_params(task, self.arguments.profile),
-            status="failed", reason=reason, started_at=started_at)
+            status=status, reason=reason, started_at=started_at)
 
     def execute(self, framework, task, variant, notebook):
         """Run one notebook; return its record (ok from the notebook, or failed from here)."""
@@ -294,6 +351,10 @@ class Runner:
         executed = out_dir / f"{name}.ipynb"
         log_path = self.results / "logs" / f"{name}.{arguments.profile}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        no_gpu_build = environments.NO_GPU_BUILD.get(framework.environment)
+        if self.accelerator != "cpu" and no_gpu_build:
+            record = self.failed_record(framework, task, variant, no_gpu_build, started_at, "skipped")
+            return self.finish_record(record, None, None, time.monotonic())
         try:
             kernel = self.kernel_for(framework)
         except RuntimeError as error:
@@ -304,6 +365,7 @@ class Runner:
                        "-k", kernel, "--cwd", str(notebook.parent), "--log-output",
                        "--no-progress-bar", "--execution-timeout", str(arguments.timeout),
                        "-p", "profile", arguments.profile, "-p", "data", arguments.data,
+                       "-p", "device", self.accelerator,
                        "-p", "record_path", str(record_path)]
             if variant != DEFAULT_VARIANT:
                 command += ["-p", "variant", variant]
@@ -359,7 +421,7 @@ class Runner:
 
         from common import records
 
-        record.update({"notebook": relative(executed) if executed.exists() else None,
+        record.update({"notebook": relative(executed) if executed and executed.exists() else None,
                        "kernel": kernel, "run_id": self.run_id,
                        "data_choice": self.arguments.data,
                        "wall_seconds": round(time.monotonic() - began, 1)})
@@ -372,7 +434,7 @@ class Runner:
 
         planned = self.plan()
         print(f"[run] {len(planned)} notebook(s), profile {self.arguments.profile}, data "
-              f"{self.arguments.data}, on {self.hardware_label}; records: "
+              f"{self.arguments.data}, on {self.hardware_label} ({self.accelerator}); records: "
               f"{relative(self.records_path)}")
         interrupted = False
         failures = 0
@@ -382,7 +444,7 @@ class Runner:
                 shown = "" if variant == DEFAULT_VARIANT else f" ({variant})"
                 bar.set_description(f"{framework.title} {task}{shown}")
                 record = self.execute(framework, task, variant, notebook)
-                failures += record["status"] != "ok"
+                failures += record["status"] == "failed"
                 tqdm.write(self.summary_line(record))
         except KeyboardInterrupt:
             interrupted = True
@@ -393,6 +455,48 @@ class Runner:
         if interrupted:
             return 130
         return 1 if failures else 0
+
+    def import_records(self, source):
+        """Append another machine's records that are not here yet, copying the executed notebooks
+        and artifacts they name into this results folder, then regenerate the tables."""
+        import shutil
+
+        from common import records
+
+        source = Path(source)
+        records_file = source / "records.jsonl" if source.is_dir() else source
+        known = {record_identity(record) for record in records.read_records(self.records_path)}
+        added = 0
+        for record in records.read_records(records_file):
+            if record_identity(record) in known:
+                continue
+            record = dict(record)
+            if record.get("notebook"):
+                record["notebook"] = self.copy_result_file(records_file.parent, record["notebook"], shutil)
+            if record.get("artifacts"):
+                record["artifacts"] = {name: self.copy_result_file(records_file.parent, path, shutil)
+                                       for name, path in record["artifacts"].items()}
+            records.append_record(record, self.records_path)
+            known.add(record_identity(record))
+            added += 1
+        print(f"[run] imported {added} record(s) from {records_file}")
+        self.regenerate()
+        return 0
+
+    def copy_result_file(self, source_results, stored_path, shutil):
+        """A path a record stores (…/notebooks/<hardware>/<profile>/<file>) is looked up under the
+        other machine's results folder and copied to the same place under this one."""
+        parts = Path(stored_path).parts
+        if "notebooks" not in parts:
+            return stored_path
+        inner = Path(*parts[len(parts) - 1 - parts[::-1].index("notebooks"):])
+        source, destination = Path(source_results) / inner, self.results / inner
+        if not source.exists():
+            return stored_path
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if source.resolve() != destination.resolve():
+            shutil.copy2(source, destination)
+        return relative(destination)
 
     def summary_line(self, record):
         from common import report
@@ -426,12 +530,15 @@ class Runner:
 def main(argv=None):
     arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
     if arguments.list:
-        print_matrix(arguments.notebooks_dir)
+        print_matrix(arguments.notebooks_dir, arguments.accelerator)
         return 0
     ensure_runner_environment(arguments)
     if arguments.self_test:
         return subprocess.call([sys.executable, "-m", "pytest", "-q", str(ROOT / "tests")],
                                cwd=ROOT)
+    if arguments.import_records is not None:
+        arguments.accelerator = "cpu"  # nothing runs: the imported records carry their hardware
+        return Runner(arguments).import_records(arguments.import_records)
     return Runner(arguments).run()
 
 

@@ -1,16 +1,20 @@
 """Per-framework virtual environments and their Jupyter kernels, cached outside the clone.
 
-An environment lives in <cache>/envs/<name>-<hash>, the hash taken over envs/<name>.txt and the
-Python version, so a changed requirements file makes a new one and an unchanged one is reused. A
-marker file is written last: an environment without it (an interrupted build) is rebuilt.
+Each environment has a build per accelerator: `cpu` from envs/<name>.txt, `cuda` from
+envs/<name>.cuda.txt (the framework's CUDA wheels). A build lives in <cache>/envs/<name>-<hash>
+(CPU) or <cache>/envs/<name>-cuda-<hash>, the hash taken over its requirements files and the Python
+version, so a changed requirements file makes a new one and an unchanged one is reused. A marker
+file is written last: a build without it (an interrupted one) is rebuilt.
 """
 import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,17 +22,37 @@ from common.paths import REPOSITORY_ROOT, cache_root
 
 ENVS_DIR = REPOSITORY_ROOT / "envs"
 COMPLETE_MARKER = ".rosetta-complete"
+ACCELERATORS = ("cpu", "cuda")
+
+# Environments whose framework has no GPU build in any package registry: on a GPU host their rows
+# say so instead of timing the CPU under a GPU column.
+NO_GPU_BUILD = {
+    "theano": "no GPU build: Theano's GPU backend needs libgpuarray/pygpu, never released for "
+              "Python 3.11 (Theano 1.0.5 runs on the CPU only)",
+}
 
 
-def requirements_file(name):
-    return ENVS_DIR / f"{name}.txt"
+def requirements_file(name, accelerator="cpu"):
+    """envs/<name>.txt for the CPU build, envs/<name>.<accelerator>.txt for another."""
+    return ENVS_DIR / (f"{name}.txt" if accelerator == "cpu" else f"{name}.{accelerator}.txt")
 
 
-def build_requirements_file(name):
-    """envs/<name>.pre.txt: installed first, when a package of envs/<name>.txt builds from source
-    against pins of its own (old setuptools, numpy); the main install then runs with
-    --no-build-isolation so that it builds against them."""
-    return ENVS_DIR / f"{name}.pre.txt"
+def has_build(name, accelerator):
+    return requirements_file(name, accelerator).exists()
+
+
+def gpu_environments():
+    """The environments with a CUDA build: {name: its requirements file}."""
+    return {path.name[:-len(".cuda.txt")]: path for path in sorted(ENVS_DIR.glob("*.cuda.txt"))}
+
+
+def build_requirements_file(name, accelerator="cpu"):
+    """envs/<name>.pre.txt (or envs/<name>.<accelerator>.pre.txt when the build needs its own):
+    installed first, when a package of the requirements file builds from source against pins of
+    its own (old setuptools, numpy); the main install then runs with --no-build-isolation so that
+    it builds against them."""
+    own = ENVS_DIR / f"{name}.{accelerator}.pre.txt"
+    return own if accelerator != "cpu" and own.exists() else ENVS_DIR / f"{name}.pre.txt"
 
 
 def system_packages_file(name):
@@ -43,9 +67,10 @@ def _listed(path):
     return [line for line in lines if line]
 
 
-def environment_hash(name):
+def environment_hash(name, accelerator="cpu"):
     digest = hashlib.sha256()
-    for path in (build_requirements_file(name), requirements_file(name), system_packages_file(name)):
+    for path in (build_requirements_file(name, accelerator), requirements_file(name, accelerator),
+                 system_packages_file(name)):
         if path.exists():
             digest.update(path.name.encode() + path.read_bytes())
     digest.update(f"{sys.version_info.major}.{sys.version_info.minor}".encode())
@@ -85,22 +110,29 @@ def ensure_system_packages(name, log=print):
                            f"{update.stderr.strip()[-300:]}):\n{result.stderr.strip()[-1500:]}")
 
 
-def environment_path(name):
-    return cache_root() / "envs" / f"{name}-{environment_hash(name)}"
+def environment_path(name, accelerator="cpu"):
+    build = name if accelerator == "cpu" else f"{name}-{accelerator}"
+    return cache_root() / "envs" / f"{build}-{environment_hash(name, accelerator)}"
 
 
 def environment_python(path):
     return Path(path) / "bin" / "python"
 
 
-def is_built(name):
-    return (environment_path(name) / COMPLETE_MARKER).exists()
+def is_built(name, accelerator="cpu"):
+    return (environment_path(name, accelerator) / COMPLETE_MARKER).exists()
 
 
-def build(name, log=print):
-    """Make envs/<name>.txt's environment when missing; return its path. Two runners asking for
-    the same environment at once: the second waits for the first's build, then reuses it."""
-    path = environment_path(name)
+def build(name, log=print, accelerator="cpu"):
+    """Make the environment's build for `accelerator` when missing; return its path. Two runners
+    asking for the same build at once: the second waits for the first's build, then reuses it."""
+    if accelerator not in ACCELERATORS:
+        raise ValueError(f"unknown accelerator {accelerator!r}; valid: {', '.join(ACCELERATORS)}")
+    if not has_build(name, accelerator):
+        raise RuntimeError(NO_GPU_BUILD.get(name) or f"'{name}' has no {accelerator} build: "
+                           f"{requirements_file(name, accelerator).relative_to(REPOSITORY_ROOT)} "
+                           "does not exist")
+    path = environment_path(name, accelerator)
     if (path / COMPLETE_MARKER).exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,25 +140,26 @@ def build(name, log=print):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (path / COMPLETE_MARKER).exists():
             return path
-        return _build_locked(name, path, log)
+        return _build_locked(name, path, log, accelerator)
 
 
-def _build_locked(name, path, log):
+def _build_locked(name, path, log, accelerator):
     if path.exists():
         log(f"[env] {path} is incomplete (an interrupted build): rebuilding it")
         shutil.rmtree(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    log(f"[env] building '{name}' from {requirements_file(name).relative_to(REPOSITORY_ROOT)} "
+    requirements, build_requirements = requirements_file(name, accelerator), build_requirements_file(name, accelerator)
+    log(f"[env] building '{name}' ({accelerator}) from {requirements.relative_to(REPOSITORY_ROOT)} "
         f"into {path} (minutes; pip's log: {path}.log)")
     started = time.monotonic()
     ensure_system_packages(name, log)
     pip = [str(environment_python(path)), "-m", "pip", "install", "--no-input"]
     steps = [[sys.executable, "-m", "venv", str(path)]]
-    if build_requirements_file(name).exists():
-        steps.append(pip + ["-r", str(build_requirements_file(name))])
-        steps.append(pip + ["--no-build-isolation", "-r", str(requirements_file(name))])
+    if build_requirements.exists():
+        steps.append(pip + ["-r", str(build_requirements)])
+        steps.append(pip + ["--no-build-isolation", "-r", str(requirements)])
     else:
-        steps.append(pip + ["-r", str(requirements_file(name))])
+        steps.append(pip + ["-r", str(requirements)])
     with open(f"{path}.log", "w") as pip_log:
         for command in steps:
             pip_log.write(f"$ {' '.join(command)}\n")
@@ -136,7 +169,8 @@ def _build_locked(name, path, log):
                 tail = Path(f"{path}.log").read_text().splitlines()[-15:]
                 raise RuntimeError(f"building environment '{name}' failed:\n" + "\n".join(tail))
     (path / COMPLETE_MARKER).write_text(json.dumps({
-        "requirements": requirements_file(name).read_text(),
+        "requirements": requirements.read_text(),
+        "accelerator": accelerator,
         "seconds": round(time.monotonic() - started, 1),
     }))
     log(f"[env] '{name}' built in {time.monotonic() - started:.0f} s")
@@ -192,3 +226,52 @@ def papermill_environment():
                      "KERAS_HOME", "MPLCONFIGDIR"):
         Path(env[variable]).mkdir(parents=True, exist_ok=True)
     return env
+
+
+# Linux x86_64 wheel tags pip should accept when it resolves for a GPU host instead of this one
+# (pip 23 does not widen a manylinux_2_N tag to the older ones by itself).
+MANYLINUX_X86_64 = (("manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64")
+                    + tuple(f"manylinux_2_{minor}_x86_64" for minor in range(5, 36)))
+# Pinned packages that ship only a source distribution: pip cannot resolve them for another
+# platform without building them, so only their pinned release is looked up.
+SOURCE_ONLY = ("chainer", "theano", "lasagne")
+
+
+def _requirement_name(line):
+    return re.split(r"[=<>\[; ]", line, maxsplit=1)[0].strip().lower()
+
+
+def resolve_requirements(name, accelerator="cuda", python=sys.executable):
+    """Resolve a build's requirements as pip would on a Linux x86_64 host with this Python, without
+    installing or downloading any package (pip reads the wheels' metadata files only, and ignores
+    this machine's pip configuration). Returns {package: version}; raises RuntimeError with pip's
+    words when something does not resolve."""
+    requirements = [line.split("#")[0].strip() for line in requirements_file(name, accelerator).read_text().splitlines()]
+    requirements = [line for line in requirements if line]
+    binary = [line for line in requirements if _requirement_name(line) not in SOURCE_ONLY]
+    resolved = {}
+    with tempfile.TemporaryDirectory(prefix="rosetta-resolve-") as folder:
+        pip = [str(python), "-m", "pip", "--isolated", "--disable-pip-version-check"]
+        command = pip + ["install", "--dry-run", "--ignore-installed", "--quiet",
+                         "--report", f"{folder}/report.json", "--target", f"{folder}/target",
+                         "--only-binary=:all:", "--python-version",
+                         f"{sys.version_info.major}.{sys.version_info.minor}"]
+        for platform_tag in MANYLINUX_X86_64:
+            command += ["--platform", platform_tag]
+        result = subprocess.run(command + binary, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"{requirements_file(name, accelerator).name} does not resolve:\n"
+                               + result.stderr.strip()[-1500:])
+        for item in json.loads(Path(f"{folder}/report.json").read_text())["install"]:
+            resolved[item["metadata"]["name"].lower()] = item["metadata"]["version"]
+        for line in requirements:
+            package = _requirement_name(line)
+            if package in SOURCE_ONLY:
+                version = line.split("==", 1)[1].strip()
+                listing = subprocess.run(pip + ["index", "versions", package], capture_output=True, text=True)
+                available = re.search(r"Available versions: (.*)", listing.stdout)
+                if not available or version not in [v.strip() for v in available.group(1).split(",")]:
+                    raise RuntimeError(f"{package}=={version} is not in the package registry:\n"
+                                       + (listing.stdout + listing.stderr).strip()[-500:])
+                resolved[package] = version
+    return resolved

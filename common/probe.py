@@ -4,7 +4,6 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
 
 
 def cpu_model():
@@ -39,21 +38,48 @@ def nvidia_smi_gpus():
     return [tuple(part.strip() for part in line.split(",", 1)) for line in out.splitlines() if line]
 
 
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def nvidia_accelerator():
+    """What nvidia-smi says of this host's GPUs, in the record's terms, or None without one."""
+    gpus = nvidia_smi_gpus()
+    if not gpus:
+        return None
+    return {"gpu_name": gpus[0][0], "gpu_count": len(gpus), "driver": gpus[0][1]}
+
+
+def use_gpu(device, gpu_found, framework):
+    """Whether a notebook runs on the GPU. `device` is the notebook's parameter: 'auto' takes the GPU
+    when the framework sees one, 'cpu' never does, 'cuda' always does: when the framework sees no
+    GPU (a CPU-only build, or no driver) it stops with a clear message, never falling back to the
+    CPU, so a GPU column can never hold a CPU figure."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; valid: {', '.join(DEVICES)}")
+    if device == "cuda" and not gpu_found:
+        raise RuntimeError(
+            f"device='cuda', but {framework} sees no GPU: this environment has a CPU-only build, or "
+            "the NVIDIA driver is missing. On a GPU host, `python3 run_all.py --accelerator cuda` "
+            "builds the framework's CUDA environment (envs/<name>.cuda.txt).")
+    return device == "cuda" or (device == "auto" and bool(gpu_found))
+
+
 def hardware(accelerator=None, threads=None):
     """The record's `hardware` field.
 
-    accelerator: what the framework reports, e.g. {"gpu_name": ..., "gpu_count": ...,
-    "cuda": ..., "cudnn": ...}; when None, nvidia-smi is asked. threads: the intra-op threads the
-    notebook set or read from its framework.
+    accelerator: what the framework reports of the GPU it ran on, e.g. {"gpu_name": ...,
+    "gpu_count": ..., "cuda": ..., "cudnn": ...}, or None for a run on the CPU, which then records
+    no GPU even on a host that has one. The driver version comes from nvidia-smi when the framework
+    does not say. threads: the intra-op threads the notebook set or read from its framework.
     """
     info = {"cpu_model": cpu_model(), "cpu_cores": cpu_cores(), "threads": threads,
             "gpu_name": None, "gpu_count": 0}
     if accelerator:
         info.update({key: value for key, value in accelerator.items() if value is not None})
-    else:
-        gpus = nvidia_smi_gpus()
-        if gpus:
-            info.update({"gpu_name": gpus[0][0], "gpu_count": len(gpus), "driver": gpus[0][1]})
+        if info.get("gpu_count") and not info.get("driver"):
+            found = nvidia_smi_gpus()
+            if found:
+                info["driver"] = found[0][1]
     return info
 
 
@@ -74,6 +100,3 @@ def versions(**framework_versions):
     found.update({name: str(value) for name, value in framework_versions.items()})
     return found
 
-
-def interpreter():
-    return sys.executable
