@@ -351,9 +351,9 @@ class Runner:
         executed = out_dir / f"{name}.ipynb"
         log_path = self.results / "logs" / f"{name}.{arguments.profile}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        no_gpu_build = environments.NO_GPU_BUILD.get(framework.environment)
-        if self.accelerator != "cpu" and no_gpu_build:
-            record = self.failed_record(framework, task, variant, no_gpu_build, started_at, "skipped")
+        why_not = self.why_not_here(framework, variant)
+        if why_not:
+            record = self.failed_record(framework, task, variant, why_not, started_at, "skipped")
             return self.finish_record(record, None, None, time.monotonic())
         try:
             kernel = self.kernel_for(framework)
@@ -401,6 +401,18 @@ class Runner:
         if artifacts:
             record["artifacts"] = artifacts
         return self.finish_record(record, executed, kernel, began)
+
+    def why_not_here(self, framework, variant):
+        """Why this framework's variant cannot run on this host's accelerator, or None: no GPU
+        build on a GPU run, or a bf16 variant where bf16 is not computed natively."""
+        from common import environments, probe
+
+        if self.accelerator != "cpu" and framework.environment in environments.NO_GPU_BUILD:
+            return environments.NO_GPU_BUILD[framework.environment]
+        if variant == "bf16":
+            native, why = probe.bf16_native(self.accelerator)
+            return None if native else why
+        return None
 
     @staticmethod
     def keep_artifacts(staging, record_path, out_dir, name):

@@ -38,6 +38,49 @@ def nvidia_smi_gpus():
     return [tuple(part.strip() for part in line.split(",", 1)) for line in out.splitlines() if line]
 
 
+def nvidia_compute_capability():
+    """The first GPU's compute capability as (major, minor), or None when nvidia-smi cannot say
+    (no GPU, or a driver older than the `compute_cap` query)."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout
+        major, minor = out.split()[0].split(".")
+        return int(major), int(minor)
+    except (subprocess.SubprocessError, OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_flags():
+    """The CPU's feature flags (x86 `flags`, Arm `Features`) from /proc/cpuinfo."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith(("flags", "Features")):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+# CPU flags of native bfloat16 arithmetic: AVX-512 BF16, AMX, and Arm's BF16 extension.
+BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+
+
+def bf16_native(accelerator):
+    """(True, '') when `accelerator` ('cpu' or 'cuda') computes bfloat16 natively, else (False,
+    why): elsewhere a bf16 variant times a software emulation, not the hardware."""
+    if accelerator == "cuda":
+        capability = nvidia_compute_capability()
+        if capability is not None and capability < (8, 0):
+            return False, f"bf16 not native on this GPU (compute capability {capability[0]}.{capability[1]} < 8.0)"
+        return True, ""
+    if not cpu_flags() & set(BF16_CPU_FLAGS):
+        return False, "bf16 not native on this CPU (no AVX512_BF16, AMX or Arm BF16)"
+    return True, ""
+
+
 DEVICES = ("auto", "cpu", "cuda")
 
 

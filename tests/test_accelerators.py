@@ -20,14 +20,15 @@ RUN_ALL = str(ROOT / "run_all.py")
 GPU_NAME, DRIVER = "NVIDIA H200", "570.86.15"
 
 
-def fake_nvidia_smi(folder, gpus):
-    """An nvidia-smi that lists `gpus` GPUs, or, with none, fails as it does on a host whose
-    driver is missing. Returns a PATH that finds it first."""
+def fake_nvidia_smi(folder, gpus, compute_capability="9.0"):
+    """An nvidia-smi that lists `gpus` GPUs of `compute_capability`, or, with none, fails as it
+    does on a host whose driver is missing. Returns a PATH that finds it first."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "nvidia-smi"
     if gpus:
-        lines = "\n".join(f"echo '{GPU_NAME}, {DRIVER}'" for _ in range(gpus))
-        script.write_text(f"#!/bin/sh\n{lines}\n")
+        names = "\n".join(f"echo '{GPU_NAME}, {DRIVER}'" for _ in range(gpus))
+        capabilities = "\n".join(f"echo '{compute_capability}'" for _ in range(gpus))
+        script.write_text(f'#!/bin/sh\ncase "$*" in\n*compute_cap*)\n{capabilities}\n;;\n*)\n{names}\n;;\nesac\n')
     else:
         script.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate "
                           "with the NVIDIA driver.' >&2\nexit 9\n")
@@ -58,6 +59,18 @@ def test_the_probe_reads_the_gpus_that_nvidia_smi_lists(tmp_path, monkeypatch):
     ("cuda", True, True)])
 def test_a_notebook_uses_the_gpu_as_its_device_parameter_says(device, gpu_found, expected):
     assert probe.use_gpu(device, gpu_found, "PyTorch") is expected
+
+
+def test_bf16_counts_as_native_only_where_the_hardware_computes_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(probe, "cpu_flags", lambda: {"avx2", "fma", "avx512f"})
+    assert probe.bf16_native("cpu") == (False, "bf16 not native on this CPU (no AVX512_BF16, AMX or Arm BF16)")
+    monkeypatch.setattr(probe, "cpu_flags", lambda: {"avx2", "avx512_bf16"})
+    assert probe.bf16_native("cpu") == (True, "")
+    monkeypatch.setenv("PATH", fake_nvidia_smi(tmp_path / "v100", 1, "7.0"))
+    assert probe.nvidia_compute_capability() == (7, 0)
+    assert probe.bf16_native("cuda") == (False, "bf16 not native on this GPU (compute capability 7.0 < 8.0)")
+    monkeypatch.setenv("PATH", fake_nvidia_smi(tmp_path / "h200", 1, "9.0"))
+    assert probe.bf16_native("cuda") == (True, "")
 
 
 def test_device_cuda_without_a_gpu_is_an_error_not_a_fallback():
@@ -142,11 +155,11 @@ def test_a_requirement_that_does_not_exist_fails_to_resolve(monkeypatch, tmp_pat
 def device_notebook(path, framework, task):
     """A made-up notebook that records the `device` the runner passed it."""
     body = (notebook_fixtures.WRITE_RECORD.replace('params={"n_classes": 2}', 'params={"device": device}')
-            .replace('framework="pytorch"', f'framework={framework!r}'))
-    assert "device}" in body and framework in body
+            .replace('framework="pytorch"', f'framework={framework!r}').replace("task=TASK,", "task=TASK, variant=variant,"))
+    assert "device}" in body and framework in body and "variant=variant" in body
     notebook_fixtures.write_notebook(path, f"TASK = {task!r}\nMETRICS = {{'images_per_second': 3.0}}\n{body}")
     notebook = nbformat.read(str(path), as_version=4)
-    notebook.cells[0].source += 'device = "auto"\n'
+    notebook.cells[0].source += 'device = "auto"\nvariant = "default"\n'
     nbformat.write(notebook, str(path))
 
 
@@ -243,3 +256,23 @@ def record_key(record):
 def test_import_records_refuses_a_path_without_records(tmp_path):
     result = run_all("--import-records", str(tmp_path), path=os.environ["PATH"], timeout=60)
     assert result.returncode == 2 and "--import-records: no records.jsonl at" in result.stderr
+
+
+@pytest.mark.parametrize("compute_capability, bf16_runs", [("7.0", False), ("9.0", True)])
+def test_a_bf16_variant_runs_only_on_a_gpu_that_computes_bf16(tmp_path, compute_capability, bf16_runs):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    device_notebook(notebooks / "PyTorch_Inference.ipynb", "pytorch", "Inference")
+    results = tmp_path / "results"
+    result = run_all("--use-current-python", "--accelerator", "cuda", "--frameworks", "pytorch",
+                     "--tasks", "Inference", "--notebooks-dir", str(notebooks), "--results-dir", str(results),
+                     "--readme", str(tmp_path / "none.md"), path=fake_nvidia_smi(tmp_path / "bin", 1, compute_capability))
+    assert result.returncode == 0, result.stdout + result.stderr
+    by_variant = {r["variant"]: r for r in records.read_records(results / "records.jsonl")}
+    assert by_variant.keys() == {"default", "compiled", "bf16"}
+    assert by_variant["default"]["status"] == by_variant["compiled"]["status"] == "ok"
+    if bf16_runs:
+        assert by_variant["bf16"]["status"] == "ok"
+    else:
+        assert (by_variant["bf16"]["status"], by_variant["bf16"]["reason"]) == (
+            "skipped", "bf16 not native on this GPU (compute capability 7.0 < 8.0)")
