@@ -98,6 +98,13 @@ def parse_arguments(argv):
     parser.add_argument("--use-current-python", action="store_true",
                         help="run every notebook on this interpreter (which needs papermill and "
                              "ipykernel, and the frameworks) instead of building environments")
+    parser.add_argument("--docs", action="store_true",
+                        help="regenerate the README tables and the side-by-side reader (docs/, "
+                             "beside the README) from the records, then exit")
+    parser.add_argument("--measure-install", action="store_true",
+                        help="build (when missing) and measure the selected frameworks' "
+                             "environments: build time, size on disk, cold import time; then "
+                             "regenerate the tables and exit")
     parser.add_argument("--import-records", type=Path, metavar="PATH",
                         help="add the records of another machine's run (its results folder, or its "
                              "records.jsonl beside a notebooks/ folder) to this one's, with their "
@@ -116,7 +123,7 @@ def parse_arguments(argv):
         source = arguments.import_records
         if not (source / "records.jsonl" if source.is_dir() else source).is_file():
             parser.error(f"--import-records: no records.jsonl at {source}")
-    elif not (arguments.list or arguments.self_test):
+    elif not (arguments.list or arguments.self_test or arguments.docs):
         try:
             arguments.accelerator = resolve_accelerator(arguments.accelerator)
         except ValueError as error:
@@ -317,6 +324,7 @@ class Runner:
             python = environments.environment_python(
                 environments.build(framework.environment, accelerator=self.accelerator))
             name = f"{framework.environment}-{self.accelerator}"
+            self.note_install_cost(framework.environment)
         if framework.language == "r":
             environments.ensure_system_packages("r")
             name = f"r-{name}"
@@ -324,6 +332,33 @@ class Runner:
                                            framework.language)
         self.kernels[framework.name] = kernel
         return kernel
+
+    def note_install_cost(self, environment):
+        from runner import install_costs
+
+        entry = install_costs.note(self.results, environment, self.accelerator, self.hardware_label)
+        if entry:
+            print(f"[env] {environment} ({self.accelerator}): {entry['size_mb'] / 1000:.2f} GB, built in "
+                  f"{entry['build_seconds']} s, cold import {entry['import_seconds']} s")
+
+    def measure_install(self):
+        """Build when missing and measure every selected framework's environment; no notebook runs."""
+        from common import environments
+
+        failures = 0
+        for environment in dict.fromkeys(RUNNABLE[name].environment for name in self.arguments.frameworks):
+            if self.accelerator != "cpu" and environment in environments.NO_GPU_BUILD:
+                print(f"[env] {environment}: {environments.NO_GPU_BUILD[environment]}")
+                continue
+            try:
+                environments.build(environment, accelerator=self.accelerator)
+            except RuntimeError as error:
+                print(f"[env] {environment}: {error}")
+                failures += 1
+                continue
+            self.note_install_cost(environment)
+        self.regenerate()
+        return 1 if failures else 0
 
     # -- one notebook
 
@@ -535,8 +570,17 @@ class Runner:
         def link(path):
             return os.path.relpath(ROOT / path, readme_folder)  # ROOT / an absolute path is that path
 
-        report.update_readme(readme, report.results_markdown(all_records, plot_paths, link))
+        from runner import install_costs, reader
+
+        costs = install_costs.read(self.results)
+        markdown = report.results_markdown(all_records, plot_paths, link)
+        if costs:
+            markdown += "\n\n" + install_costs.markdown(costs)
+        report.update_readme(readme, markdown)
         print(f"[run] tables regenerated in {relative(readme)} from {len(all_records)} record(s)")
+        docs = readme_folder / "docs"
+        reader.write_site(docs, all_records, costs, self.arguments.notebooks_dir, ROOT)
+        print(f"[run] side-by-side reader regenerated in {relative(docs)}")
 
 
 def main(argv=None):
@@ -548,9 +592,15 @@ def main(argv=None):
     if arguments.self_test:
         return subprocess.call([sys.executable, "-m", "pytest", "-q", str(ROOT / "tests")],
                                cwd=ROOT)
-    if arguments.import_records is not None:
-        arguments.accelerator = "cpu"  # nothing runs: the imported records carry their hardware
-        return Runner(arguments).import_records(arguments.import_records)
+    if arguments.import_records is not None or arguments.docs:
+        arguments.accelerator = "cpu"  # nothing runs: the records carry their hardware
+        runner = Runner(arguments)
+        if arguments.docs:
+            runner.regenerate()
+            return 0
+        return runner.import_records(arguments.import_records)
+    if arguments.measure_install:
+        return Runner(arguments).measure_install()
     return Runner(arguments).run()
 
 

@@ -275,3 +275,55 @@ def resolve_requirements(name, accelerator="cuda", python=sys.executable):
                                        + (listing.stdout + listing.stderr).strip()[-500:])
                 resolved[package] = version
     return resolved
+
+
+# What a user of each environment imports first: its cold import time is part of what a framework
+# costs (the interpreter's own start-up is measured apart and left out).
+FRAMEWORK_IMPORTS = {"torch": "import torch", "tensorflow": "import tensorflow",
+                     "jax": "import jax, flax.nnx", "onnxruntime": "import onnxruntime",
+                     "mxnet": "import mxnet", "chainer": "import chainer", "paddle": "import paddle",
+                     "theano": "import theano"}
+
+
+def folder_megabytes(path):
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+    return round(total / 1e6, 1)
+
+
+def import_seconds(python, statement, repeats=3):
+    """Median wall time of `statement` in `repeats` fresh interpreters, less an empty one's."""
+    def timed(code):
+        started = time.perf_counter()
+        subprocess.run([str(python), "-c", code], check=True, capture_output=True,
+                       env=dict(os.environ, PYTHONPATH=str(REPOSITORY_ROOT), **home_redirects(),
+                                TF_CPP_MIN_LOG_LEVEL="2",
+                                # as the Theano notebooks set it: compiled ops in the cache
+                                THEANO_FLAGS=f"floatX=float32,blas.ldflags=-lopenblas,"
+                                             f"base_compiledir={cache_root() / 'theano'}"))
+        return time.perf_counter() - started
+
+    baseline = sorted(timed("pass") for _ in range(repeats))[repeats // 2]
+    return round(sorted(timed(statement) for _ in range(repeats))[repeats // 2] - baseline, 2)
+
+
+def install_cost(name, accelerator="cpu"):
+    """{build_seconds, size_mb, import_seconds} of a built environment, measured once and kept in
+    its marker file; None when the environment is not built."""
+    marker = environment_path(name, accelerator) / COMPLETE_MARKER
+    if not marker.exists():
+        return None
+    info = json.loads(marker.read_text() or "{}")
+    if "size_mb" not in info or "import_seconds" not in info:
+        path = environment_path(name, accelerator)
+        info["size_mb"] = folder_megabytes(path)
+        statement = FRAMEWORK_IMPORTS.get(name)
+        info["import_seconds"] = import_seconds(environment_python(path), statement) if statement else None
+        marker.write_text(json.dumps(info))
+    return {"build_seconds": info.get("seconds"), "size_mb": info["size_mb"],
+            "import_seconds": info["import_seconds"]}
