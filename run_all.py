@@ -346,7 +346,8 @@ class Runner:
         from common import environments
 
         failures = 0
-        for environment in dict.fromkeys(RUNNABLE[name].environment for name in self.arguments.frameworks):
+        selected = [RUNNABLE[name].environment for name in self.arguments.frameworks]
+        for environment in dict.fromkeys([RUNNER_ENVIRONMENT] * (self.accelerator == "cpu") + selected):
             if self.accelerator != "cpu" and environment in environments.NO_GPU_BUILD:
                 print(f"[env] {environment}: {environments.NO_GPU_BUILD[environment]}")
                 continue

@@ -282,7 +282,7 @@ def resolve_requirements(name, accelerator="cuda", python=sys.executable):
 FRAMEWORK_IMPORTS = {"torch": "import torch", "tensorflow": "import tensorflow",
                      "jax": "import jax, flax.nnx", "onnxruntime": "import onnxruntime",
                      "mxnet": "import mxnet", "chainer": "import chainer", "paddle": "import paddle",
-                     "theano": "import theano"}
+                     "theano": "import theano", "runner": "import papermill"}
 
 
 def folder_megabytes(path):
