@@ -102,9 +102,9 @@ def parse_arguments(argv):
                         help="regenerate the README tables and the side-by-side reader (docs/, "
                              "beside the README) from the records, then exit")
     parser.add_argument("--measure-install", action="store_true",
-                        help="build (when missing) and measure the selected frameworks' "
-                             "environments: build time, size on disk, cold import time; then "
-                             "regenerate the tables and exit")
+                        help="build (when missing) and measure the runner's and the selected "
+                             "frameworks' environments: build time, size on disk, cold import time "
+                             "(run it alone on the machine); then regenerate the tables and exit")
     parser.add_argument("--import-records", type=Path, metavar="PATH",
                         help="add the records of another machine's run (its results folder, or its "
                              "records.jsonl beside a notebooks/ folder) to this one's, with their "
@@ -333,12 +333,12 @@ class Runner:
         self.kernels[framework.name] = kernel
         return kernel
 
-    def note_install_cost(self, environment):
+    def note_install_cost(self, environment, remeasure=False):
         from runner import install_costs
 
-        entry = install_costs.note(self.results, environment, self.accelerator, self.hardware_label)
+        entry = install_costs.note(self.results, environment, self.accelerator, self.hardware_label, remeasure)
         if entry:
-            print(f"[env] {environment} ({self.accelerator}): {entry['size_mb'] / 1000:.2f} GB, built in "
+            print(f"[env] {environment} ({self.accelerator}): {install_costs.size_text(entry['size_mb'])}, built in "
                   f"{entry['build_seconds']} s, cold import {entry['import_seconds']} s")
 
     def measure_install(self):
@@ -357,7 +357,7 @@ class Runner:
                 print(f"[env] {environment}: {error}")
                 failures += 1
                 continue
-            self.note_install_cost(environment)
+            self.note_install_cost(environment, remeasure=True)
         self.regenerate()
         return 1 if failures else 0
 

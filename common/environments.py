@@ -312,14 +312,14 @@ def import_seconds(python, statement, repeats=3):
     return round(sorted(timed(statement) for _ in range(repeats))[repeats // 2] - baseline, 2)
 
 
-def install_cost(name, accelerator="cpu"):
-    """{build_seconds, size_mb, import_seconds} of a built environment, measured once and kept in
-    its marker file; None when the environment is not built."""
+def install_cost(name, accelerator="cpu", remeasure=False):
+    """{build_seconds, size_mb, import_seconds} of a built environment, measured once (or again,
+    with `remeasure`) and kept in its marker file; None when the environment is not built."""
     marker = environment_path(name, accelerator) / COMPLETE_MARKER
     if not marker.exists():
         return None
     info = json.loads(marker.read_text() or "{}")
-    if "size_mb" not in info or "import_seconds" not in info:
+    if remeasure or "size_mb" not in info or "import_seconds" not in info:
         path = environment_path(name, accelerator)
         info["size_mb"] = folder_megabytes(path)
         statement = FRAMEWORK_IMPORTS.get(name)

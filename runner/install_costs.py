@@ -20,9 +20,10 @@ def key(environment, accelerator="cpu"):
     return f"{environment} ({accelerator})"
 
 
-def note(results, environment, accelerator, hardware_label):
-    """Measure a built environment (once: the figures stay in its marker) and keep the entry."""
-    cost = environments.install_cost(environment, accelerator)
+def note(results, environment, accelerator, hardware_label, remeasure=False):
+    """Measure a built environment (once, unless `remeasure`: the figures stay in its marker) and
+    keep the entry."""
+    cost = environments.install_cost(environment, accelerator, remeasure)
     if cost is None:
         return None
     costs = read(results)
@@ -35,6 +36,10 @@ def note(results, environment, accelerator, hardware_label):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(costs, indent=1, sort_keys=True) + "\n")
     return entry
+
+
+def size_text(megabytes):
+    return f"{megabytes / 1000:.2f} GB" if megabytes >= 1000 else f"{megabytes:.0f} MB"
 
 
 def markdown(costs):
@@ -55,5 +60,5 @@ def markdown(costs):
         build = f"{cost['build_seconds']:.0f} s" if cost.get("build_seconds") is not None else "—"
         imported = f"{cost['import_seconds']:.1f} s" if cost.get("import_seconds") is not None else "—"
         lines.append(f"| {name} | {users} | `envs/{cost['requirements']}` | {build} | "
-                     f"{cost['size_mb'] / 1000:.2f} GB | {imported} | {cost.get('machine', '')} |")
+                     f"{size_text(cost['size_mb'])} | {imported} | {cost.get('machine', '')} |")
     return "\n".join(lines)

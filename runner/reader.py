@@ -150,7 +150,9 @@ def install_cost_text(costs, environment):
     cost = costs.get(f"{environment} (cpu)")
     if not cost:
         return "install cost: not measured yet"
-    return (f"install: {cost['size_mb'] / 1024:.2f} GB on disk · built in {cost['build_seconds']:.0f} s · "
+    from runner.install_costs import size_text
+
+    return (f"install: {size_text(cost['size_mb'])} on disk · built in {cost['build_seconds']:.0f} s · "
             f"cold import {cost['import_seconds']:.1f} s")
 
 
