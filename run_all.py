@@ -164,7 +164,7 @@ def ensure_runner_environment(arguments):
             sys.exit("this interpreter lacks papermill/tqdm/numpy: "
                      f"pip install -r {ROOT / 'envs' / 'runner.txt'}")
         return
-    from common import environments
+    from runner import environments
 
     try:
         path = environments.build(RUNNER_ENVIRONMENT)
@@ -180,7 +180,7 @@ def ensure_runner_environment(arguments):
 
 def matrix_rows(notebooks_dir, accelerator="cpu"):
     """(framework title, environment, {task: status text}) for every framework we know."""
-    from common import environments
+    from runner import environments
 
     rows = []
     for framework in RUNNABLE.values():
@@ -202,7 +202,7 @@ def matrix_rows(notebooks_dir, accelerator="cpu"):
 
 
 def print_matrix(notebooks_dir, accelerator="auto"):
-    from common import environments
+    from runner import environments
 
     if accelerator == "auto":
         accelerator = resolve_accelerator("auto")
@@ -314,7 +314,7 @@ class Runner:
     def kernel_for(self, framework):
         """The framework's kernel name, named after its environment and the accelerator, building
         the environment the first time."""
-        from common import environments
+        from runner import environments
 
         if framework.name in self.kernels:
             return self.kernels[framework.name]
@@ -343,7 +343,7 @@ class Runner:
 
     def measure_install(self):
         """Build when missing and measure every selected framework's environment; no notebook runs."""
-        from common import environments
+        from runner import environments
 
         failures = 0
         selected = [RUNNABLE[name].environment for name in self.arguments.frameworks]
@@ -377,7 +377,8 @@ class Runner:
         import tempfile
         import time
 
-        from common import environments, records
+        from common import records
+        from runner import environments
 
         arguments = self.arguments
         started_at = records.now()
@@ -441,7 +442,8 @@ class Runner:
     def why_not_here(self, framework, variant):
         """Why this framework's variant cannot run on this host's accelerator, or None: no GPU
         build on a GPU run, or a bf16 variant where bf16 is not computed natively."""
-        from common import environments, probe
+        from common import probe
+        from runner import environments
 
         if self.accelerator != "cpu" and framework.environment in environments.NO_GPU_BUILD:
             return environments.NO_GPU_BUILD[framework.environment]
@@ -547,7 +549,7 @@ class Runner:
         return relative(destination)
 
     def summary_line(self, record):
-        from common import report
+        from runner import report
 
         valid, why = report.validity(record)
         shown = report.cell_text(record).split(" [nb]")[0].replace("**", "")
@@ -557,7 +559,8 @@ class Runner:
         return f"[run] {name}: {record['status']}" + (f" · {shown}" if valid else f" · {why}")
 
     def regenerate(self):
-        from common import plots, records, report
+        from common import records
+        from runner import plots, report
 
         all_records = records.read_records(self.records_path)
         readme = self.arguments.readme

@@ -5,7 +5,7 @@ requirements change) and shown as a README table and in the reader's column head
 import json
 from pathlib import Path
 
-from common import environments
+from runner import environments
 from common.frameworks import RUNNABLE
 
 FILE_NAME = "install_costs.json"

@@ -17,7 +17,7 @@ import re
 
 from common.params import TASKS
 from common.params import get_params
-from common.report import HEADLINES, TASK_TITLES, cell_text, validity
+from runner.report import HEADLINES, TASK_TITLES, cell_text, validity
 
 ASSETS = Path(__file__).resolve().parent / "reader_assets"
 DEFAULT_COLUMNS = ("pytorch", "tensorflow")

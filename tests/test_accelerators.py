@@ -12,7 +12,8 @@ import nbformat
 import pytest
 
 import notebook_fixtures
-from common import environments, paths, probe, records, report
+from common import paths, probe, records
+from runner import environments, report
 from common.frameworks import RUNNABLE
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from common import environments, paths
+from common import paths
+from runner import environments
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,7 +3,8 @@ import json
 import os
 import sys
 
-from common import environments, paths
+from common import paths
+from runner import environments
 from runner import install_costs
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common import records, reference, report
+from common import records, reference
 from common.frameworks import DEFAULT_VARIANT, RUNNABLE, variants
+from runner import report
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = [(framework.name, task, variant) for framework in RUNNABLE.values()

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from common import environments, records
+from common import records
+from runner import environments
 from common.frameworks import RUNNABLE, notebook_name
 from runner import install_costs, reader
 

@@ -1,7 +1,8 @@
 """The README tables, generated from a fixture of records."""
 import pytest
 
-from common import records, report
+from common import records
+from runner import report
 
 CPU = {"cpu_model": "Test CPU", "cpu_cores": 2, "gpu_count": 0}
 GPU = {"cpu_model": "Test CPU", "cpu_cores": 16, "gpu_name": "NVIDIA H200", "gpu_count": 1}
@@ -88,7 +89,7 @@ def test_readme_is_rewritten_between_the_markers_only(tmp_path):
 
 
 def test_plots_are_drawn_for_tasks_with_valid_records(tmp_path):
-    from common import plots
+    from runner import plots
 
     written = plots.plot_tasks([record(), record(task="RNN"), record(task="Inference", status="failed")], tmp_path)
     assert set(written) == {"CNN", "RNN"}

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 import notebook_fixtures
-from common import records, report
+from common import records
+from runner import report
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_ALL = str(ROOT / "run_all.py")

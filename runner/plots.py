@@ -2,7 +2,7 @@
 because only the runner's environment draws plots; notebooks never import this module."""
 from pathlib import Path
 
-from common.report import HEADLINES, column_title, latest_by_cell, row_title, validity
+from runner.report import HEADLINES, column_title, latest_by_cell, row_title, validity
 
 
 def plot_tasks(records, out_dir):
