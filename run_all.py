@@ -278,6 +278,7 @@ class Runner:
         self.hardware_label = probe.hardware_label(self.hardware)
         self.run_id = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
         self.kernels = {}
+        self.already_recorded = 0
 
     # -- planning
 
@@ -306,6 +307,7 @@ class Runner:
             kept = [item for item in planned if (item[0].name, item[1], item[2]) not in done]
             if len(kept) < len(planned):
                 print(f"[run] --resume: {len(planned) - len(kept)} already recorded, skipped")
+            self.already_recorded = len(planned) - len(kept)
             planned = kept
         return planned
 
@@ -373,71 +375,92 @@ class Runner:
             status=status, reason=reason, started_at=started_at)
 
     def execute(self, framework, task, variant, notebook):
-        """Run one notebook; return its record (ok from the notebook, or failed from here)."""
+        """Run one notebook; return its record (ok from the notebook, or skipped/failed from here)."""
         import tempfile
         import time
 
         from common import records
-        from runner import environments
 
-        arguments = self.arguments
         started_at = records.now()
-        out_dir = self.results / "notebooks" / slug(self.hardware_label) / arguments.profile
-        out_dir.mkdir(parents=True, exist_ok=True)
-        name = notebook.stem if variant == DEFAULT_VARIANT else f"{notebook.stem}.{variant}"
-        executed = out_dir / f"{name}.ipynb"
-        log_path = self.results / "logs" / f"{name}.{arguments.profile}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        name, executed, log_path = self.output_paths(notebook, variant)
         why_not = self.why_not_here(framework, variant)
         if why_not:
             record = self.failed_record(framework, task, variant, why_not, started_at, "skipped")
             return self.finish_record(record, None, None, time.monotonic())
+        began = time.monotonic()
         try:
             kernel = self.kernel_for(framework)
         except RuntimeError as error:
-            return self.failed_record(framework, task, variant, f"environment: {error}", started_at)
+            record = self.failed_record(framework, task, variant, f"environment: {error}", started_at)
+            return self.finish_record(record, None, None, began)
         with tempfile.TemporaryDirectory(prefix="rosetta-record-") as staging:
             record_path = Path(staging) / "record.jsonl"
-            command = [sys.executable, "-m", "papermill", str(notebook), str(executed),
-                       "-k", kernel, "--cwd", str(notebook.parent), "--log-output",
-                       "--no-progress-bar", "--execution-timeout", str(arguments.timeout),
-                       "-p", "profile", arguments.profile, "-p", "data", arguments.data,
-                       "-p", "device", self.accelerator,
-                       "-p", "record_path", str(record_path)]
+            parameters = {"profile": self.arguments.profile, "data": self.arguments.data,
+                          "device": self.accelerator, "record_path": str(record_path)}
             if variant != DEFAULT_VARIANT:
-                command += ["-p", "variant", variant]
-            began = time.monotonic()
-            with open(log_path, "w") as log:
-                process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                           start_new_session=True,
-                                           env=environments.papermill_environment())
-                try:
-                    returncode = process.wait(timeout=arguments.timeout + 60)
-                except subprocess.TimeoutExpired:
-                    kill_group(process)
-                    returncode = "timeout"
-                except KeyboardInterrupt:
-                    kill_group(process)
-                    record = self.failed_record(framework, task, variant, "interrupted (Ctrl-C)", started_at)
-                    self.finish_record(record, executed, kernel, began)
-                    raise
+                parameters["variant"] = variant
+            try:
+                outcome = self.run_papermill(notebook, executed, kernel, parameters, log_path, staging)
+            except KeyboardInterrupt:
+                record = self.failed_record(framework, task, variant, "interrupted (Ctrl-C)", started_at)
+                self.finish_record(record, executed, kernel, began)
+                raise
             written = records.read_records(record_path)
-            artifacts = self.keep_artifacts(Path(staging), record_path, out_dir, name)
-            tail = error_tail(log_path)
-            if returncode == "timeout" or (returncode != 0 and "Timeout" in tail
-                                           and "CellTimeoutError" in tail):
-                record = self.failed_record(framework, task, variant,
-                                            f"timeout after {arguments.timeout} s", started_at)
-            elif returncode != 0:
-                record = self.failed_record(framework, task, variant, tail, started_at)
-            elif not written:
-                record = self.failed_record(framework, task, variant, "the notebook wrote no record",
-                                            started_at)
-            else:
-                record = written[-1]
+            artifacts = self.keep_artifacts(Path(staging), {record_path, Path(staging) / "status.json"},
+                                            executed.parent, name)
+        reason = self.failure_reason(outcome, written, log_path)
+        record = self.failed_record(framework, task, variant, reason, started_at) if reason else written[-1]
         if artifacts:
             record["artifacts"] = artifacts
         return self.finish_record(record, executed, kernel, began)
+
+    def output_paths(self, notebook, variant):
+        """(name, executed notebook, log) of one run: beside the others of its hardware and profile."""
+        profile = self.arguments.profile
+        out_dir = self.results / "notebooks" / slug(self.hardware_label) / profile
+        out_dir.mkdir(parents=True, exist_ok=True)
+        name = notebook.stem if variant == DEFAULT_VARIANT else f"{notebook.stem}.{variant}"
+        log_path = self.results / "logs" / f"{name}.{profile}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        return name, out_dir / f"{name}.ipynb", log_path
+
+    def run_papermill(self, notebook, executed, kernel, parameters, log_path, staging):
+        """Execute the notebook in its own process group (so that a hang can be killed with its
+        kernel); return papermill's outcome ({"ok": …} from runner.execute), {"timeout": True}
+        when it had to be stopped, or {"ok": False} when it died without saying."""
+        import json
+
+        from runner import environments
+
+        status_path = Path(staging) / "status.json"
+        command = [sys.executable, "-m", "runner.execute", str(notebook), str(executed),
+                   "--kernel", kernel, "--cwd", str(notebook.parent),
+                   "--timeout", str(self.arguments.timeout), "--parameters", json.dumps(parameters),
+                   "--status", str(status_path)]
+        with open(log_path, "w") as log:
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                       start_new_session=True, env=environments.papermill_environment())
+            try:
+                process.wait(timeout=self.arguments.timeout + 60)
+            except subprocess.TimeoutExpired:
+                kill_group(process)
+                return {"ok": False, "timeout": True}
+            except KeyboardInterrupt:
+                kill_group(process)
+                raise
+        if status_path.exists():
+            return json.loads(status_path.read_text())
+        return {"ok": process.returncode == 0}
+
+    def failure_reason(self, outcome, written, log_path):
+        """Why the run failed, or None when the notebook's own record stands."""
+        if outcome.get("timeout"):
+            return f"timeout after {self.arguments.timeout} s"
+        if not outcome.get("ok"):
+            return error_tail(log_path)
+        if not written:
+            return "the notebook wrote no record"
+        return None
 
     def why_not_here(self, framework, variant):
         """Why this framework's variant cannot run on this host's accelerator, or None: no GPU
@@ -453,14 +476,14 @@ class Runner:
         return None
 
     @staticmethod
-    def keep_artifacts(staging, record_path, out_dir, name):
+    def keep_artifacts(staging, runner_files, out_dir, name):
         """Move what the notebook wrote beside its record (records.artifact_path) next to the
         executed notebook, prefixed with its name; return {file name: path from the root}."""
         import shutil
 
         kept = {}
         for path in sorted(staging.iterdir()):
-            if path != record_path and path.is_file():
+            if path not in runner_files and path.is_file():
                 destination = out_dir / f"{name}.{path.name}"
                 shutil.move(str(path), destination)
                 kept[path.name] = relative(destination)
@@ -486,16 +509,25 @@ class Runner:
         print(f"[run] {len(planned)} notebook(s), profile {self.arguments.profile}, data "
               f"{self.arguments.data}, on {self.hardware_label} ({self.accelerator}); records: "
               f"{relative(self.records_path)}")
+        if not planned:
+            if self.already_recorded:
+                print("[run] everything selected is already recorded (--resume): nothing to run")
+                self.regenerate()
+                return 0
+            print("[run] no notebook matches the selection: nothing ran")
+            return 1
         interrupted = False
-        failures = 0
+        failures = []
         bar = tqdm(planned, unit="notebook", dynamic_ncols=True)
         try:
             for framework, task, variant, notebook in bar:
                 shown = "" if variant == DEFAULT_VARIANT else f" ({variant})"
                 bar.set_description(f"{framework.title} {task}{shown}")
                 record = self.execute(framework, task, variant, notebook)
-                failures += record["status"] == "failed"
-                tqdm.write(self.summary_line(record))
+                line = self.summary_line(record)
+                if record["status"] == "failed":
+                    failures.append(line)
+                tqdm.write(line)
         except KeyboardInterrupt:
             interrupted = True
             tqdm.write("[run] interrupted: finished records are kept")
@@ -504,7 +536,12 @@ class Runner:
             self.regenerate()
         if interrupted:
             return 130
-        return 1 if failures else 0
+        if failures:
+            print(f"[run] {len(failures)} of {len(planned)} notebook(s) failed:")
+            for line in failures:
+                print("  " + line.replace("[run] ", "", 1))
+            return 1
+        return 0
 
     def import_records(self, source):
         """Append another machine's records that are not here yet, copying the executed notebooks

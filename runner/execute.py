@@ -1,0 +1,48 @@
+"""Run one notebook with papermill, in a process of its own, and write how it ended as JSON:
+{"ok": true} or {"ok": false, "exception": <class name>, "timeout": <bool>, "message": …}, so that
+the runner reads the outcome from papermill's own exception rather than from the log's text.
+
+  python -m runner.execute NOTEBOOK OUTPUT --kernel K --cwd DIR --timeout S --parameters JSON --status PATH
+"""
+import argparse
+import json
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebook")
+    parser.add_argument("output")
+    parser.add_argument("--kernel", required=True)
+    parser.add_argument("--cwd", required=True)
+    parser.add_argument("--timeout", type=int, required=True)
+    parser.add_argument("--parameters", type=json.loads, default={})
+    parser.add_argument("--status", required=True)
+    arguments = parser.parse_args(argv)
+
+    import logging
+
+    import papermill
+    from nbclient.exceptions import CellTimeoutError
+
+    # As papermill's command line does: the cells' output goes to this process's log.
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+    try:
+        papermill.execute_notebook(arguments.notebook, arguments.output, parameters=arguments.parameters,
+                                   kernel_name=arguments.kernel, cwd=arguments.cwd, log_output=True,
+                                   progress_bar=False, execution_timeout=arguments.timeout)
+        status = {"ok": True}
+    except Exception as error:  # every way a notebook can end badly is reported, then re-raised
+        status = {"ok": False, "exception": type(error).__name__,
+                  "timeout": isinstance(error, CellTimeoutError), "message": str(error)[-3000:]}
+        with open(arguments.status, "w") as handle:
+            json.dump(status, handle)
+        raise
+    with open(arguments.status, "w") as handle:
+        json.dump(status, handle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
