@@ -630,6 +630,11 @@ def main(argv=None):
         print_matrix(arguments.notebooks_dir, arguments.accelerator)
         return 0
     ensure_runner_environment(arguments)
+    from runner import environments
+
+    for variable, value in environments.runner_redirects().items():
+        os.environ.setdefault(variable, value)
+        Path(value).mkdir(parents=True, exist_ok=True)
     if arguments.self_test:
         return subprocess.call([sys.executable, "-m", "pytest", "-q", str(ROOT / "tests")],
                                cwd=ROOT)

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.paths import REPOSITORY_ROOT, cache_root
+from common.paths import CACHE_VARIABLE, REPOSITORY_ROOT, cache_root
 
 ENVS_DIR = REPOSITORY_ROOT / "envs"
 COMPLETE_MARKER = ".rosetta-complete"
@@ -178,9 +178,18 @@ def _build_locked(name, path, log, accelerator):
 
 
 def home_redirects():
-    """Variables that keep Jupyter, IPython, Keras and matplotlib out of the user's home."""
+    """Variables that keep the notebooks' kernels and papermill out of the user's home: Jupyter,
+    IPython, Keras and matplotlib by their own variables, the rest by a home of their own in the
+    cache (PaddlePaddle's dataset folder and ONNX Runtime's telemetry id are written under `~`
+    whatever else is set). The cache root is pinned first, since it defaults to one under `~`."""
     root = cache_root()
+    home = root / "home"
     return {
+        CACHE_VARIABLE: str(root),
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
         "JUPYTER_CONFIG_DIR": str(root / "jupyter" / "config"),
         "JUPYTER_DATA_DIR": str(root / "jupyter" / "data"),
         "JUPYTER_RUNTIME_DIR": str(root / "jupyter" / "runtime"),
@@ -189,6 +198,13 @@ def home_redirects():
         "MPLCONFIGDIR": str(root / "matplotlib"),
         "JUPYTER_PLATFORM_DIRS": "1",
     }
+
+
+def runner_redirects():
+    """What the runner's own process (and the tests it starts) needs to stay out of the user's
+    home: matplotlib's font cache. Its home itself stays the user's, so that pip keeps the
+    user's configuration when it builds environments."""
+    return {"MPLCONFIGDIR": home_redirects()["MPLCONFIGDIR"]}
 
 
 def kernels_root():
@@ -222,7 +238,7 @@ def papermill_environment():
     env["JUPYTER_PATH"] = str(kernels_root())
     env["PYTHONPATH"] = str(REPOSITORY_ROOT)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    for variable in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
+    for variable in ("HOME", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
                      "KERAS_HOME", "MPLCONFIGDIR"):
         Path(env[variable]).mkdir(parents=True, exist_ok=True)
     return env

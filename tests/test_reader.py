@@ -96,7 +96,7 @@ class Text(html.parser.HTMLParser):
 # ----------------------------------------------------------------------------- in a browser
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     environments.ensure_system_packages("browser")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -109,7 +109,10 @@ def browser():
                  "--window-size=1400,1000"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    # Chromium keeps a profile and a certificate store under ~: a home of its own, not the user's.
+    home = tmp_path_factory.mktemp("chromium-home")
+    service = Service("/usr/bin/chromedriver", env=dict(os.environ, HOME=str(home)))
+    driver = webdriver.Chrome(service=service, options=options)
     yield driver
     driver.quit()
 
