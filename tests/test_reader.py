@@ -164,7 +164,7 @@ def test_choosing_frameworks_changes_the_columns_and_the_address(browser):
 @pytest.mark.parametrize("page, chosen", [("CNN.html", "pytorch,gluon,jax_flax"),
                                           ("Inference.html", "onnxruntime,keras_r,tensorflow,chainer"),
                                           ("RNN.html", "lasagne,paddle")])
-def test_the_sections_start_on_one_line_across_the_columns(browser, page, chosen, tmp_path):
+def test_the_sections_start_on_one_line_across_the_columns(browser, page, chosen, tmp_path, capsys):
     open_page(browser, page, f"#fw={chosen}")
     tops = browser.execute_script("""
         const tops = {};
@@ -181,7 +181,8 @@ def test_the_sections_start_on_one_line_across_the_columns(browser, page, chosen
     assert starts == sorted(starts)
     screenshot = tmp_path / f"{page}.png"
     browser.save_screenshot(str(screenshot))
-    print(f"screenshot: {screenshot}")
+    with capsys.disabled():  # in the test output even when it passes
+        print(f"\n[reader] screenshot of {page}#fw={chosen}: {screenshot}")
     assert screenshot.stat().st_size > 10_000
 
 
