@@ -47,9 +47,11 @@ def markdown(costs):
         return ""
     lines = ["### What each environment costs to install",
              "",
-             "Measured by the runner when it built each environment (pip from the package registries, "
-             "cold cache); size on disk of the virtual environment; cold import: median of three fresh "
-             "interpreters importing the framework, less an empty interpreter's start.",
+             "Measured by the runner on the machine named: build, the seconds pip took to make the "
+             "virtual environment from the package registries (downloads included, pip's cache as that "
+             "machine had it; Debian packages such as R's are not counted); size on disk of the virtual "
+             "environment; cold import, the median of three fresh interpreters importing the framework, "
+             "less an empty interpreter's start.",
              "",
              "| environment | frameworks | requirements | build | size on disk | cold import | machine |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
