@@ -63,6 +63,16 @@ def positive_int(text):
     return value
 
 
+def positive_count(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def parse_arguments(argv):
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -85,6 +95,10 @@ def parse_arguments(argv):
     parser.add_argument("--variants", choices=("all", DEFAULT_VARIANT), default="all",
                         help="all (default): also run each notebook's variants (torch.compile, "
                              "XLA, bf16, …) as rows of their own; default: the plain fp32 run only")
+    parser.add_argument("--repeat", type=positive_count, default=1, metavar="N",
+                        help="run each notebook N times, each in a fresh kernel, the whole "
+                             "selection once before the next round; the tables show the median "
+                             "and the spread of the N runs (default 1)")
     parser.add_argument("--resume", action="store_true",
                         help="skip framework × task pairs that already have an ok record for "
                              "this hardware, profile and data choice")
@@ -279,6 +293,7 @@ class Runner:
         self.run_id = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
         self.kernels = {}
         self.already_recorded = 0
+        self.repeat = 1
 
     # -- planning
 
@@ -497,6 +512,7 @@ class Runner:
         record.update({"notebook": relative(executed) if executed and executed.exists() else None,
                        "kernel": kernel, "run_id": self.run_id,
                        "data_choice": self.arguments.data,
+                       "repeat": self.repeat, "repeats": self.arguments.repeat,
                        "wall_seconds": round(time.monotonic() - began, 1)})
         return records.append_record(record, self.records_path)
 
@@ -518,11 +534,17 @@ class Runner:
             return 1
         interrupted = False
         failures = []
-        bar = tqdm(planned, unit="notebook", dynamic_ncols=True)
+        # Rounds: every selected notebook once, then again, so that a drift of the machine spreads
+        # over all frameworks instead of landing on the last ones.
+        rounds = [(repeat, item) for repeat in range(1, self.arguments.repeat + 1) for item in planned]
+        bar = tqdm(rounds, unit="notebook", dynamic_ncols=True)
         try:
-            for framework, task, variant, notebook in bar:
+            for repeat, (framework, task, variant, notebook) in bar:
                 shown = "" if variant == DEFAULT_VARIANT else f" ({variant})"
+                if self.arguments.repeat > 1:
+                    shown += f" [{repeat}/{self.arguments.repeat}]"
                 bar.set_description(f"{framework.title} {task}{shown}")
+                self.repeat = repeat
                 record = self.execute(framework, task, variant, notebook)
                 line = self.summary_line(record)
                 if record["status"] == "failed":
@@ -537,7 +559,7 @@ class Runner:
         if interrupted:
             return 130
         if failures:
-            print(f"[run] {len(failures)} of {len(planned)} notebook(s) failed:")
+            print(f"[run] {len(failures)} of {len(rounds)} notebook run(s) failed:")
             for line in failures:
                 print("  " + line.replace("[run] ", "", 1))
             return 1

@@ -27,8 +27,12 @@ def plot_tasks(records, out_dir):
         for index, column in enumerate(columns):
             values = [float(valid[(row, column)]["metrics"][metric]) if (row, column) in valid
                       else 0.0 for row in rows]
+            # Repeated runs: the bar is their median, the whisker their spread.
+            spreads = [valid.get((row, column), {}).get("spread") for row in rows]
+            errors = [[value - spread["min"] if spread else 0.0 for value, spread in zip(values, spreads)],
+                      [spread["max"] - value if spread else 0.0 for value, spread in zip(values, spreads)]]
             positions = [r + index * height for r in range(len(rows))]
-            axes.barh(positions, values, height=height,
+            axes.barh(positions, values, height=height, xerr=errors if any(spreads) else None,
                       label=column_title(column).replace("<br>", ", "))
         axes.set_yticks([r + height * (len(columns) - 1) / 2 for r in range(len(rows))])
         axes.set_yticklabels(rows)

@@ -17,7 +17,7 @@ import re
 
 from common.params import TASKS
 from common.params import get_params
-from runner.report import HEADLINES, TASK_TITLES, cell_text, validity
+from runner.report import TASK_TITLES, cell_text, combine_repeats, validity
 
 ASSETS = Path(__file__).resolve().parent / "reader_assets"
 DEFAULT_COLUMNS = ("pytorch", "tensorflow")
@@ -126,24 +126,20 @@ def latest_records(records, task, framework):
 
 
 def figure_text(records, task, framework):
-    """The column head's figure: the latest run's valid figure, with the spread of that run's
-    repeats (or the number of runs when there is one), else why there is none."""
+    """The column head's figure: the latest run's (its repeats combined, with their spread, as in
+    the README), else why there is none."""
     chosen = latest_records(records, task, framework)
     if not chosen:
         return "no record yet", None
     latest = chosen[-1]
-    valid, why = validity(latest)
+    runs = [r for r in chosen if r.get("run_id") is not None and r.get("run_id") == latest.get("run_id")
+            and r.get("hardware") == latest.get("hardware")] or [latest]
+    record = combine_repeats(runs)
+    valid, why = validity(record)
     if not valid:
         return why, latest
-    headline, unit = HEADLINES[task]
-    same_run = [float(r["metrics"][headline]) for r in chosen
-                if r.get("run_id") == latest.get("run_id") and validity(r)[0]
-                and r.get("hardware") == latest.get("hardware")]
-    median = sorted(same_run)[len(same_run) // 2]
-    spread = (f" ({min(same_run):.3g}–{max(same_run):.3g}, {len(same_run)} runs)" if len(same_run) > 1
-              else " (1 run)")
-    text = cell_text(dict(latest, notebook=None, metrics=dict(latest["metrics"], **{headline: median})))
-    return text.replace("**", "") + spread, latest
+    text = cell_text(dict(record, notebook=None)).replace("**", "")
+    return text + ("" if record.get("spread") else " (1 run)"), latest
 
 
 def install_cost_text(costs, environment):

@@ -103,6 +103,9 @@ def cell_text(record, link=str):
         headline, unit = HEADLINES[record["task"]]
         metrics = record["metrics"]
         parts = [f"**{_format(metrics[headline])}** {unit}"]
+        if record.get("spread"):
+            spread = record["spread"]
+            parts[0] += f" ({_format(spread['min'])}–{_format(spread['max'])}, {spread['runs']} runs)"
         for name, pattern in DETAILS.get(record["task"], ()):
             value = _number(metrics.get(name))
             if value is not None:
@@ -121,7 +124,9 @@ def _format(value):
 
 
 def latest_by_cell(records):
-    """{task: {(row, column): latest record}}, smoke records left out.
+    """{task: {(row, column): the cell's record}}, smoke records left out. A cell holds the newest
+    run's record; when that run repeated the notebook (`run_all.py --repeat N`), the repeats are
+    combined into one (see `combine_repeats`).
 
     A run that failed before it knew its data (data None) fills the cells of its hardware and
     profile where it is newer than what is there, so a failure is never hidden by an older success.
@@ -140,13 +145,34 @@ def latest_by_cell(records):
         columns = {column for _, column in task_cells if column[:2] == (hardware, profile)}
         for column in columns or {(hardware, profile, None)}:
             _keep_latest(task_cells, (row_title(record), column), record)
-    return cells
+    return {task: {key: combine_repeats(runs) for key, runs in task_cells.items()}
+            for task, task_cells in cells.items()}
 
 
 def _keep_latest(task_cells, key, record):
-    previous = task_cells.get(key)
-    if previous is None or record.get("started_at", "") >= previous.get("started_at", ""):
-        task_cells[key] = record
+    """Keep the records of the newest run (by run id, then start time) of a cell."""
+    kept = task_cells.get(key)
+    if kept and record.get("run_id") is not None and record.get("run_id") == kept[-1].get("run_id"):
+        kept.append(record)
+    elif kept is None or record.get("started_at", "") >= kept[-1].get("started_at", ""):
+        task_cells[key] = [record]
+
+
+def combine_repeats(runs):
+    """One record for a cell from one run's repeats: valid only when every repeat is (the first
+    failing one says why); its headline is the median of the repeats, with their spread."""
+    if len(runs) == 1:
+        return runs[0]
+    for run in runs:
+        if not validity(run)[0]:
+            return dict(run, reason=run.get("reason"), repeats_failed=True)
+    headline, _ = HEADLINES[runs[-1]["task"]]
+    values = sorted(float(run["metrics"][headline]) for run in runs)
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    combined = dict(runs[-1], metrics=dict(runs[-1]["metrics"], **{headline: median}))
+    combined["spread"] = {"min": values[0], "max": values[-1], "runs": len(values)}
+    return combined
 
 
 def task_table(task, task_cells, link=str):

@@ -19,9 +19,12 @@ def record(task="CNN", framework="pytorch", profile="quick", hardware=CPU, data=
                   versions={}, params={"n_classes": 10 if task == "CNN" else 2}, metrics=metrics,
                   checks={"parity_max_abs_error": 1e-7, "parity_tolerance": 1e-4},
                   started_at=started_at)
+    run_id = changes.pop("run_id", None)
     fields.update(changes)
     made = records.make_record(**fields)
     made["notebook"] = f"results/notebooks/x/{framework}_{task}.ipynb"
+    if run_id:
+        made["run_id"] = run_id
     return made
 
 
@@ -105,3 +108,33 @@ def test_a_failure_that_knew_no_data_replaces_an_older_success_in_its_hardware_c
     assert "unknown data" not in cnn  # it took the existing real-data column
     alone = report.results_markdown([failure]).split("### ")[1]
     assert "unknown data" in alone
+
+
+def test_repeats_of_one_run_show_their_median_and_spread():
+    repeats = [record(run_id="R1", started_at=f"2026-11-29T10:0{i}:00+00:00",
+                      metrics={"images_per_second": rate, "train_seconds": 60.0, "test_accuracy": 0.7,
+                               "epoch_losses": [2.0, 1.0]})
+               for i, rate in enumerate((310.0, 290.0, 330.0))]
+    older = record(run_id="R0", started_at="2026-11-28T10:00:00+00:00")
+    (cell,) = report.latest_by_cell([older] + repeats)["CNN"].values()
+    assert cell["metrics"]["images_per_second"] == 310.0
+    assert cell["spread"] == {"min": 290.0, "max": 330.0, "runs": 3}
+    assert report.cell_text(cell).startswith("**310** img/s (290–330, 3 runs)")
+
+
+def test_one_invalid_repeat_makes_the_cell_invalid():
+    good = record(run_id="R1", started_at="2026-11-29T10:00:00+00:00")
+    bad = record(run_id="R1", started_at="2026-11-29T10:01:00+00:00",
+                 metrics={"images_per_second": 900.0, "test_accuracy": 0.1, "epoch_losses": [2.0, 1.0]})
+    (cell,) = report.latest_by_cell([good, bad])["CNN"].values()
+    assert report.validity(cell) == (False, "invalid: accuracy at chance")
+    assert "img/s" not in report.cell_text(cell)
+
+
+def test_a_newer_run_replaces_the_repeats_of_an_older_one():
+    old = [record(run_id="R1", started_at=f"2026-11-29T10:0{i}:00+00:00") for i in range(3)]
+    new = record(run_id="R2", started_at="2026-11-30T10:00:00+00:00",
+                 metrics={"images_per_second": 123.0, "train_seconds": 60.0, "test_accuracy": 0.7,
+                          "epoch_losses": [2.0, 1.0]})
+    (cell,) = report.latest_by_cell(old + [new])["CNN"].values()
+    assert cell["metrics"]["images_per_second"] == 123.0 and "spread" not in cell

@@ -100,7 +100,7 @@ def test_a_failing_and_a_hanging_notebook_are_recorded_and_the_run_goes_on(fault
     assert "**12.5** img/s" in text
     assert "failed: ZeroDivisionError" in text and "failed: timeout after 15 s" in text
     # The run ends with one line per failure, and says so with its exit status (above).
-    summary = result.stdout[result.stdout.index("2 of 3 notebook(s) failed:"):].splitlines()
+    summary = result.stdout[result.stdout.index("2 of 3 notebook run(s) failed:"):].splitlines()
     assert summary[1].startswith("  pytorch CNN: failed") and "ZeroDivisionError" in summary[1]
     assert summary[2] == "  pytorch RNN: failed · failed: timeout after 15 s"
 
@@ -146,3 +146,20 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_records(fault_notebooks):
     # No kernel is left behind sleeping.
     leftover = subprocess.run(["pgrep", "-f", "time.sleep\\(600\\)"], capture_output=True, text=True)
     assert leftover.stdout.strip() == ""
+
+
+def test_repeat_runs_each_notebook_in_rounds_and_the_table_shows_the_spread(fault_notebooks):
+    folder, results, readme = fault_notebooks
+    (folder / "PyTorch_CNN.ipynb").unlink()
+    (folder / "PyTorch_RNN.ipynb").unlink()
+    notebook_fixtures.recording(folder / "PyTorch_CNN.ipynb", task="CNN")
+    result = run_all(*fault_run(fault_notebooks, "--tasks", "CNN,Inference", "--repeat", "2"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    runs = [(r["task"], r["repeat"], r["repeats"]) for r in records.read_records(results / "records.jsonl")]
+    assert runs == [("CNN", 1, 2), ("Inference", 1, 2), ("CNN", 2, 2), ("Inference", 2, 2)]
+    assert "**12.5** img/s (12.5–12.5, 2 runs)" in readme.read_text()
+
+
+def test_repeat_must_be_a_positive_count(tmp_path):
+    result = run_all("--repeat", "0", "--results-dir", str(tmp_path), timeout=60)
+    assert result.returncode == 2 and "must be at least 1, not 0" in result.stderr
