@@ -63,3 +63,20 @@ def language(path):
 def test_common_never_imports_a_deep_learning_framework():
     for module in (ROOT / "common").glob("*.py"):
         assert not DEEP_LEARNING.search(module.read_text()), module.name
+
+
+@pytest.mark.parametrize("task", ["CNN", "Inference", "RNN"])
+def test_the_keras_notebooks_of_a_task_differ_only_in_their_backend(task):
+    """Keras 3's three notebooks of a task are kept by hand, in step: only the title and its
+    paragraph, the variants named in the parameters and the imports cell (where the backend is
+    chosen and asked for its device and threads) may differ; data, model, training, evaluation
+    and record are one code."""
+    notebooks = {backend: cells(ROOT / "notebooks" / f"Keras_{backend}_{task}.ipynb")
+                 for backend in ("TF", "JAX", "Torch")}
+    assert len({len(notebook) for notebook in notebooks.values()}) == 1
+    differing = {index for index, versions in enumerate(zip(*notebooks.values()))
+                 if len({"".join(cell["source"]) for cell in versions}) > 1}
+    assert differing <= {0, 1, 3}, differing
+    for backend, notebook in notebooks.items():
+        imports = "".join(notebook[3]["source"])
+        assert f'os.environ["KERAS_BACKEND"] = "{ {"TF": "tensorflow", "JAX": "jax", "Torch": "torch"}[backend]}"' in imports
