@@ -17,6 +17,32 @@ def cpu_model():
     return platform.processor() or platform.machine()
 
 
+def cpu_identity():
+    """(family, model) numbers of the CPU from /proc/cpuinfo (x86), or (None, None): two CPUs of
+    one marketing name can be generations apart."""
+    found = {}
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("cpu family", "model") and key not in found:
+                    found[key] = int(value.strip()) if value.strip().isdigit() else None
+                if len(found) == 2:
+                    break
+    except OSError:
+        pass
+    return found.get("cpu family"), found.get("model")
+
+
+# The vector and matrix extensions that decide how fast a CPU runs fp32 and bf16 kernels.
+VECTOR_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16", "sve", "bf16")
+
+
+def cpu_features():
+    return [flag for flag in VECTOR_FLAGS if flag in cpu_flags()]
+
+
 def cpu_cores():
     """Cores this process may use (the affinity mask, which containers narrow)."""
     try:
@@ -115,7 +141,9 @@ def hardware(accelerator=None, threads=None):
     no GPU even on a host that has one. The driver version comes from nvidia-smi when the framework
     does not say. threads: the intra-op threads the notebook set or read from its framework.
     """
-    info = {"cpu_model": cpu_model(), "cpu_cores": cpu_cores(), "threads": threads,
+    family, model = cpu_identity()
+    info = {"cpu_model": cpu_model(), "cpu_family": family, "cpu_model_number": model,
+            "cpu_flags": cpu_features(), "cpu_cores": cpu_cores(), "threads": threads,
             "gpu_name": None, "gpu_count": 0}
     if accelerator:
         info.update({key: value for key, value in accelerator.items() if value is not None})
@@ -127,11 +155,28 @@ def hardware(accelerator=None, threads=None):
 
 
 def hardware_label(info):
-    """Short column label: the GPU when one was used, else the CPU with its cores."""
+    """Short column label: the GPU when one was used, else the CPU with its generation, its widest
+    vector extension and its cores, so that two machines never share a column. (Records from
+    before the probe read the flags keep their shorter label.)"""
     if info.get("gpu_count"):
         count = info["gpu_count"]
         return f"{info['gpu_name']}" + (f" ×{count}" if count > 1 else "")
-    return f"{info.get('cpu_model', 'CPU')} ({info.get('cpu_cores')} cores)"
+    parts = []
+    if info.get("cpu_family") is not None:
+        parts.append(f"family {info['cpu_family']} model {info.get('cpu_model_number')}")
+    if "cpu_flags" in info:
+        parts.append(vector_class(info["cpu_flags"]))
+    parts.append(f"{info.get('cpu_cores')} cores")
+    return f"{info.get('cpu_model', 'CPU')} ({', '.join(parts)})"
+
+
+def vector_class(flags):
+    flags = set(flags)
+    for flag, name in (("amx_tile", "AMX"), ("avx512_bf16", "AVX-512 BF16"), ("avx512f", "AVX-512"),
+                       ("avx2", "AVX2"), ("sve", "SVE"), ("bf16", "Arm BF16")):
+        if flag in flags:
+            return name
+    return "no AVX2"
 
 
 def versions(**framework_versions):

@@ -138,3 +138,13 @@ def test_a_newer_run_replaces_the_repeats_of_an_older_one():
                           "epoch_losses": [2.0, 1.0]})
     (cell,) = report.latest_by_cell(old + [new])["CNN"].values()
     assert cell["metrics"]["images_per_second"] == 123.0 and "spread" not in cell
+
+
+def test_two_cpus_of_one_name_never_share_a_column():
+    zen4 = dict(CPU, cpu_model="AMD EPYC", cpu_family=25, cpu_model_number=17,
+                cpu_flags=["avx2", "avx512f", "avx512_bf16"])
+    zen2 = dict(CPU, cpu_model="AMD EPYC", cpu_family=23, cpu_model_number=49, cpu_flags=["avx2"])
+    cells = report.latest_by_cell([record(hardware=zen4), record(hardware=zen2)])["CNN"]
+    titles = sorted(report.column_title(column) for _, column in cells)
+    assert titles == ["AMD EPYC (family 23 model 49, AVX2, 2 cores)<br>quick profile, real data",
+                      "AMD EPYC (family 25 model 17, AVX-512 BF16, 2 cores)<br>quick profile, real data"]
