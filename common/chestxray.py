@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from common import sources
-from common.data import DataUnavailable
+from common.data_choice import DataUnavailable
 
 FOLDER_VARIABLE = "ROSETTA_CHESTXRAY_DIR"
 FINDINGS = ("Atelectasis", "Cardiomegaly", "Effusion", "Infiltration", "Mass", "Nodule",

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from common import sources
-from common.data import DataUnavailable
+from common.data_choice import DataUnavailable
 from common.paths import data_cache
 
 FOLDER_VARIABLE = "ROSETTA_CIFAR10_DIR"

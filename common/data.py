@@ -13,18 +13,9 @@ from collections import namedtuple
 import numpy as np
 
 from common import synthetic
-from common.params import DATA_CHOICES
+from common.data_choice import DataUnavailable, check_choice  # noqa: F401 (notebooks catch it here)
 
 DataSet = namedtuple("DataSet", "x_train y_train x_test y_test data source")
-
-
-class DataUnavailable(RuntimeError):
-    """No source of a data set could be reached or verified; the message lists what was tried."""
-
-
-def check_choice(data):
-    if data not in DATA_CHOICES:
-        raise ValueError(f"unknown data choice {data!r}; valid: {', '.join(DATA_CHOICES)}")
 
 
 def _real_or_fallback(name, data, load_real):

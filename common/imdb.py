@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 
 from common import sources
-from common.data import DataUnavailable
+from common.data_choice import DataUnavailable
 
 START_TOKEN = 1
 OOV_TOKEN = 2

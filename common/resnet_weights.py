@@ -13,7 +13,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from common import sources
-from common.data import DataUnavailable, check_choice
+from common.data_choice import DataUnavailable, check_choice
 
 FOLDER = "resnet50"
 MODEL_FOLDER = "package/ResNet50/"

@@ -21,7 +21,7 @@ import zipfile
 from collections import namedtuple
 from pathlib import Path
 
-from common.data import DataUnavailable
+from common.data_choice import DataUnavailable
 from common.paths import data_cache
 
 URL_TIMEOUT_SECONDS = 10

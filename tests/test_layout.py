@@ -80,3 +80,17 @@ def test_the_keras_notebooks_of_a_task_differ_only_in_their_backend(task):
     for backend, notebook in notebooks.items():
         imports = "".join(notebook[3]["source"])
         assert f'os.environ["KERAS_BACKEND"] = "{ {"TF": "tensorflow", "JAX": "jax", "Torch": "torch"}[backend]}"' in imports
+
+
+def test_no_module_of_common_imports_one_that_imports_it_back():
+    modules = {path.stem: path.read_text() for path in (ROOT / "common").glob("*.py")}
+    imports = {name: set(re.findall(r"^\s*from common(?:\.(\w+))? import (\w+)", text, re.M)) for name, text in modules.items()}
+    graph = {name: {module or imported for module, imported in found if (module or imported) in modules}
+             for name, found in imports.items()}
+
+    def reaches(start, goal, seen=()):
+        return any(step == goal or (step not in seen and reaches(step, goal, seen + (step,)))
+                   for step in graph[start])
+
+    circles = sorted(name for name in graph if reaches(name, name))
+    assert circles == [], f"import circles through {circles}"
