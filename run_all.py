@@ -53,24 +53,20 @@ def comma_list(valid, what):
     return parse
 
 
-def positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds")
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {value}")
-    return value
+def positive_number(unit=None):
+    """An argparse type: a whole number of at least 1; `unit` ("seconds") names it in messages."""
+    of_unit = f" of {unit}" if unit else ""
 
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number{of_unit}")
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be a positive number{of_unit}, not {value}")
+        return value
 
-def positive_count(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+    return parse
 
 
 def parse_arguments(argv):
@@ -89,13 +85,13 @@ def parse_arguments(argv):
                         help="auto (default): real data when a source answers, else synthetic, "
                              "said loudly; real: fail when no source answers; synthetic: never "
                              "fetch")
-    parser.add_argument("--timeout", type=positive_int, default=3600,
+    parser.add_argument("--timeout", type=positive_number("seconds"), default=3600,
                         help="seconds one notebook may run before it is stopped and recorded as "
                              "failed (default 3600)")
     parser.add_argument("--variants", choices=("all", DEFAULT_VARIANT), default="all",
                         help="all (default): also run each notebook's variants (torch.compile, "
                              "XLA, bf16, …) as rows of their own; default: the plain fp32 run only")
-    parser.add_argument("--repeat", type=positive_count, default=1, metavar="N",
+    parser.add_argument("--repeat", type=positive_number(), default=1, metavar="N",
                         help="run each notebook N times, each in a fresh kernel, the whole "
                              "selection once before the next round; the tables show the median "
                              "and the spread of the N runs (default 1)")

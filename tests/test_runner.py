@@ -162,4 +162,4 @@ def test_repeat_runs_each_notebook_in_rounds_and_the_table_shows_the_spread(faul
 
 def test_repeat_must_be_a_positive_count(tmp_path):
     result = run_all("--repeat", "0", "--results-dir", str(tmp_path), timeout=60)
-    assert result.returncode == 2 and "must be at least 1, not 0" in result.stderr
+    assert result.returncode == 2 and "must be a positive number, not 0" in result.stderr
