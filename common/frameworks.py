@@ -31,7 +31,7 @@ _RUNNABLE = (
               variants={"CNN": ("to_static",)}),
     Framework("lasagne", "Theano + Lasagne", "Lasagne", "theano", ("CNN", "RNN")),
     Framework("keras_theano", "Keras 2 (Theano)", "Keras_Theano", "theano", ("CNN",)),
-    Framework("keras_r", "R + Keras 3 (TF)", "KerasR_TF", "tensorflow", ("CNN", "Inference", "RNN"),
+    Framework("keras_r", "R + Python Keras 3 (TF, via reticulate)", "KerasR_TF", "tensorflow", ("CNN", "Inference", "RNN"),
               language="r"),
 )
 
