@@ -360,7 +360,9 @@ class Runner:
 
         failures = 0
         selected = [RUNNABLE[name].environment for name in self.arguments.frameworks]
-        for environment in dict.fromkeys([RUNNER_ENVIRONMENT] * (self.accelerator == "cpu") + selected):
+        if self.accelerator == "cpu":  # the runner's own environment is always a CPU build
+            selected.insert(0, RUNNER_ENVIRONMENT)
+        for environment in dict.fromkeys(selected):
             if self.accelerator != "cpu" and environment in environments.NO_GPU_BUILD:
                 print(f"[env] {environment}: {environments.NO_GPU_BUILD[environment]}")
                 continue
@@ -564,8 +566,6 @@ class Runner:
     def import_records(self, source):
         """Append another machine's records that are not here yet, copying the executed notebooks
         and artifacts they name into this results folder, then regenerate the tables."""
-        import shutil
-
         from common import records
 
         source = Path(source)
@@ -577,9 +577,9 @@ class Runner:
                 continue
             record = dict(record)
             if record.get("notebook"):
-                record["notebook"] = self.copy_result_file(records_file.parent, record["notebook"], shutil)
+                record["notebook"] = self.copy_result_file(records_file.parent, record["notebook"])
             if record.get("artifacts"):
-                record["artifacts"] = {name: self.copy_result_file(records_file.parent, path, shutil)
+                record["artifacts"] = {name: self.copy_result_file(records_file.parent, path)
                                        for name, path in record["artifacts"].items()}
             records.append_record(record, self.records_path)
             known.add(record_identity(record))
@@ -588,9 +588,11 @@ class Runner:
         self.regenerate()
         return 0
 
-    def copy_result_file(self, source_results, stored_path, shutil):
+    def copy_result_file(self, source_results, stored_path):
         """A path a record stores (…/notebooks/<hardware>/<profile>/<file>) is looked up under the
         other machine's results folder and copied to the same place under this one."""
+        import shutil
+
         parts = Path(stored_path).parts
         if "notebooks" not in parts:
             return stored_path
@@ -615,7 +617,7 @@ class Runner:
 
     def regenerate(self):
         from common import records
-        from runner import plots, report
+        from runner import install_costs, plots, reader, report
 
         all_records = records.read_records(self.records_path)
         readme = self.arguments.readme
@@ -628,8 +630,6 @@ class Runner:
 
         def link(path):
             return os.path.relpath(ROOT / path, readme_folder)  # ROOT / an absolute path is that path
-
-        from runner import install_costs, reader
 
         costs = install_costs.read(self.results)
         markdown = report.results_markdown(all_records, plot_paths, link)

@@ -6,33 +6,32 @@ import shutil
 import subprocess
 
 
-def cpu_model():
+def cpu_info():
+    """The first processor's fields in /proc/cpuinfo ({} where there is none): its model name,
+    family and model numbers, and feature flags (x86 `flags`, Arm `Features`)."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as handle:
             for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return fields
+
+
+def cpu_model():
+    return cpu_info().get("model name") or platform.processor() or platform.machine()
 
 
 def cpu_identity():
-    """(family, model) numbers of the CPU from /proc/cpuinfo (x86), or (None, None): two CPUs of
-    one marketing name can be generations apart."""
-    found = {}
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                key, _, value = line.partition(":")
-                key = key.strip()
-                if key in ("cpu family", "model") and key not in found:
-                    found[key] = int(value.strip()) if value.strip().isdigit() else None
-                if len(found) == 2:
-                    break
-    except OSError:
-        pass
-    return found.get("cpu family"), found.get("model")
+    """(family, model) numbers of the CPU (x86), or None for each it cannot say: two CPUs of one
+    marketing name can be generations apart."""
+    fields = cpu_info()
+    return tuple(int(fields[key]) if fields.get(key, "").isdigit() else None
+                 for key in ("cpu family", "model"))
 
 
 # The vector and matrix extensions that decide how fast a CPU runs fp32 and bf16 kernels.
@@ -79,15 +78,9 @@ def nvidia_compute_capability():
 
 
 def cpu_flags():
-    """The CPU's feature flags (x86 `flags`, Arm `Features`) from /proc/cpuinfo."""
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith(("flags", "Features")):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
+    """The CPU's feature flags (x86 `flags`, Arm `Features`)."""
+    fields = cpu_info()
+    return set((fields.get("flags") or fields.get("Features") or "").split())
 
 
 # CPU flags of native bfloat16 arithmetic: AVX-512 BF16, AMX, and Arm's BF16 extension.

@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import timing
 from common.paths import CACHE_VARIABLE, REPOSITORY_ROOT, cache_root
 
 ENVS_DIR = REPOSITORY_ROOT / "envs"
@@ -262,8 +263,7 @@ def resolve_requirements(name, accelerator="cuda", python=sys.executable):
     installing or downloading any package (pip reads the wheels' metadata files only, and ignores
     this machine's pip configuration). Returns {package: version}; raises RuntimeError with pip's
     words when something does not resolve."""
-    requirements = [line.split("#")[0].strip() for line in requirements_file(name, accelerator).read_text().splitlines()]
-    requirements = [line for line in requirements if line]
+    requirements = _listed(requirements_file(name, accelerator))
     binary = [line for line in requirements if _requirement_name(line) not in SOURCE_ONLY]
     resolved = {}
     with tempfile.TemporaryDirectory(prefix="rosetta-resolve-") as folder:
@@ -314,18 +314,17 @@ def folder_megabytes(path):
 
 def import_seconds(python, statement, repeats=3):
     """Median wall time of `statement` in `repeats` fresh interpreters, less an empty one's."""
-    def timed(code):
-        started = time.perf_counter()
-        subprocess.run([str(python), "-c", code], check=True, capture_output=True,
-                       env=dict(os.environ, PYTHONPATH=str(REPOSITORY_ROOT), **home_redirects(),
-                                TF_CPP_MIN_LOG_LEVEL="2",
-                                # as the Theano notebooks set it: compiled ops in the cache
-                                THEANO_FLAGS=f"floatX=float32,blas.ldflags=-lopenblas,"
-                                             f"base_compiledir={cache_root() / 'theano'}"))
-        return time.perf_counter() - started
+    env = dict(os.environ, PYTHONPATH=str(REPOSITORY_ROOT), **home_redirects(), TF_CPP_MIN_LOG_LEVEL="2",
+               # as the Theano notebooks set it: compiled ops in the cache
+               THEANO_FLAGS=f"floatX=float32,blas.ldflags=-lopenblas,base_compiledir={cache_root() / 'theano'}")
 
-    baseline = sorted(timed("pass") for _ in range(repeats))[repeats // 2]
-    return round(sorted(timed(statement) for _ in range(repeats))[repeats // 2] - baseline, 2)
+    def median_run(code):
+        return timing.median_seconds(
+            lambda: subprocess.run([str(python), "-c", code], check=True, capture_output=True, env=env),
+            repeats=repeats)
+
+    baseline = median_run("pass")
+    return round(median_run(statement) - baseline, 2)
 
 
 def install_cost(name, accelerator="cpu", remeasure=False):

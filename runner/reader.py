@@ -12,12 +12,12 @@ import json
 import os
 from pathlib import Path
 
-from common.frameworks import DEFAULT_VARIANT, RUNNABLE, UNAVAILABLE, notebook_name
+from common.frameworks import RUNNABLE, UNAVAILABLE, notebook_name
 import re
 
 from common.params import TASKS
 from common.params import get_params
-from runner.report import TASK_TITLES, cell_text, combine_repeats, validity
+from runner.report import TASK_TITLES, cell_text, latest_by_cell, validity
 
 ASSETS = Path(__file__).resolve().parent / "reader_assets"
 DEFAULT_COLUMNS = ("pytorch", "tensorflow")
@@ -117,29 +117,19 @@ def _split_blanks(text):
 
 # ----------------------------------------------------------------------------- figures and costs
 
-def latest_records(records, task, framework):
-    """The shown-profile records of a framework's default variant for a task, newest run last."""
-    chosen = [r for r in records if r.get("task") == task and r.get("framework") == framework
-              and r.get("variant", DEFAULT_VARIANT) == DEFAULT_VARIANT
-              and r.get("profile") in ("full", "quick")]
-    return sorted(chosen, key=lambda r: r.get("started_at", ""))
-
-
-def figure_text(records, task, framework):
-    """The column head's figure: the latest run's (its repeats combined, with their spread, as in
-    the README), else why there is none."""
-    chosen = latest_records(records, task, framework)
-    if not chosen:
+def figure_text(table_cells, task, framework):
+    """The column head's figure for a framework's default variant: its newest cell of the task in
+    the README's tables (`report.latest_by_cell`: repeats combined, with their spread), or why
+    there is none."""
+    candidates = [record for (row, _), record in table_cells.get(task, {}).items() if row == framework.title]
+    if not candidates:
         return "no record yet", None
-    latest = chosen[-1]
-    runs = [r for r in chosen if r.get("run_id") is not None and r.get("run_id") == latest.get("run_id")
-            and r.get("hardware") == latest.get("hardware")] or [latest]
-    record = combine_repeats(runs)
+    record = max(candidates, key=lambda candidate: candidate.get("started_at", ""))
     valid, why = validity(record)
     if not valid:
-        return why, latest
+        return why, record
     text = cell_text(dict(record, notebook=None)).replace("**", "")
-    return text + ("" if record.get("spread") else " (1 run)"), latest
+    return text + ("" if record.get("spread") else " (1 run)"), record
 
 
 def install_cost_text(costs, environment):
@@ -166,8 +156,8 @@ def prose(markdown):
                    for paragraph in paragraphs)
 
 
-def column_head(framework, task, records, costs, docs, root, notebooks_dir):
-    text, record = figure_text(records, task, framework.name)
+def column_head(framework, task, table_cells, costs, docs, root, notebooks_dir):
+    text, record = figure_text(table_cells, task, framework)
     version = (record or {}).get("versions", {}).get(VERSION_KEYS.get(framework.name, ""), "")
     links = [f'<a href="{_link(docs, notebooks_dir / notebook_name(framework, task))}">notebook</a>']
     if record and record.get("notebook") and (root / record["notebook"]).exists():
@@ -205,7 +195,7 @@ def page(title, body):
             "</head>\n<body>\n" + body + "\n</body>\n</html>\n")
 
 
-def task_page(task, frameworks, records, costs, docs, root, notebooks_dir, tasks):
+def task_page(task, frameworks, table_cells, costs, docs, root, notebooks_dir, tasks):
     title = TASK_TITLES[task].format(**get_params(task))
     choices = "".join(
         f'<label><input type="checkbox" name="fw" value="{f.name}"> {html.escape(f.title)}</label>'
@@ -215,7 +205,7 @@ def task_page(task, frameworks, records, costs, docs, root, notebooks_dir, tasks
         path = notebooks_dir / notebook_name(framework, task)
         sections, language = notebook_sections(path), notebook_language(path)
         cells = [f'<div class="cell head-cell" data-fw="{framework.name}" data-section="head">'
-                 f'{column_head(framework, task, records, costs, docs, root, notebooks_dir)}</div>']
+                 f'{column_head(framework, task, table_cells, costs, docs, root, notebooks_dir)}</div>']
         for key, _, _ in SECTIONS:
             section = sections[key]
             notes = f'<div class="notes">{prose(section["notes"])}</div>' if section["notes"] else ""
@@ -240,7 +230,7 @@ def task_page(task, frameworks, records, costs, docs, root, notebooks_dir, tasks
     return page(f"{task} side by side · deep-learning Rosetta Stone", body)
 
 
-def matrix_page(records, docs, root, notebooks_dir, tasks):
+def matrix_page(table_cells, docs, root, notebooks_dir, tasks):
     header = "<tr><th>framework</th>" + "".join(f"<th>{html.escape(t)}</th>" for t in TASKS) + "</tr>"
     rows = []
     for framework in RUNNABLE.values():
@@ -249,7 +239,7 @@ def matrix_page(records, docs, root, notebooks_dir, tasks):
             if not (notebooks_dir / notebook_name(framework, task)).exists():
                 cells.append('<td class="none">no notebook</td>')
                 continue
-            text, record = figure_text(records, task, framework.name)
+            text, record = figure_text(table_cells, task, framework)
             status = "ok" if record and validity(record)[0] else "invalid" if record else "none"
             columns = ",".join(dict.fromkeys(("pytorch", framework.name)))
             cells.append(f'<td class="{status}"><a href="{task}.html#fw={columns}">{html.escape(text)}</a></td>')
@@ -272,11 +262,12 @@ def render_site(docs, records, costs, notebooks_dir, root):
 
     docs, notebooks_dir, root = Path(docs).resolve(), Path(notebooks_dir).resolve(), Path(root).resolve()
     tasks = [task for task in TASKS if frameworks_for(task, notebooks_dir)]
+    table_cells = latest_by_cell(records)
     site = {}
     for task in tasks:
-        site[f"{task}.html"] = task_page(task, frameworks_for(task, notebooks_dir), records, costs,
+        site[f"{task}.html"] = task_page(task, frameworks_for(task, notebooks_dir), table_cells, costs,
                                          docs, root, notebooks_dir, tasks)
-    site["index.html"] = matrix_page(records, docs, root, notebooks_dir, tasks)
+    site["index.html"] = matrix_page(table_cells, docs, root, notebooks_dir, tasks)
     pygments_css = HtmlFormatter(style="friendly").get_style_defs(".code")
     site["reader.css"] = (ASSETS / "reader.css").read_text() + "\n/* Pygments, style 'friendly' */\n" + pygments_css + "\n"
     site["reader.js"] = (ASSETS / "reader.js").read_text()

@@ -6,6 +6,7 @@ cell says why. Smoke-profile records are never shown.
 """
 import math
 import re
+import statistics
 from pathlib import Path
 
 from common.frameworks import FRAMEWORKS, UNAVAILABLE
@@ -165,13 +166,11 @@ def combine_repeats(runs):
         return runs[0]
     for run in runs:
         if not validity(run)[0]:
-            return dict(run, reason=run.get("reason"), repeats_failed=True)
+            return run
     headline, _ = HEADLINES[runs[-1]["task"]]
-    values = sorted(float(run["metrics"][headline]) for run in runs)
-    middle = len(values) // 2
-    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-    combined = dict(runs[-1], metrics=dict(runs[-1]["metrics"], **{headline: median}))
-    combined["spread"] = {"min": values[0], "max": values[-1], "runs": len(values)}
+    values = [float(run["metrics"][headline]) for run in runs]
+    combined = dict(runs[-1], metrics=dict(runs[-1]["metrics"], **{headline: statistics.median(values)}))
+    combined["spread"] = {"min": min(values), "max": max(values), "runs": len(values)}
     return combined
 
 
