@@ -1,33 +1,51 @@
-"""Shared initial weights and a numpy reference forward pass: how every framework proves it
-builds the same CNN and GRU model.
+"""One start for every framework, and the float64 numpy judge of its training step.
 
-A notebook loads `cnn_weights()` / `gru_weights()` into its own model, runs `parity_batch(task)`
-in inference mode, and records the max abs difference of its logits against `reference_logits`.
+Training: every CNN, RNN and FCN5 notebook loads `initial_weights(task)` into its model before the
+first step (kernels glorot-uniform, GRU recurrent kernels orthogonal, biases zero, one seed), so
+every framework starts from the same point.
+
+Training parity: a notebook loads `parity_weights(task)` (the same kernels, random non-zero biases,
+so a wrong bias mapping shows), builds its model with dropout off, runs PARITY_STEPS steps of its
+own training step (its optimiser, its compiled or converted callable) on `parity_batch(task)`, and
+hands the step losses and the logits afterwards to `train_parity(task, losses, logits)`, which
+compares them with the same steps in float64 numpy (common.numpy_models).
 
 Framework-neutral layout (Keras' own, which most frameworks are one transpose away from):
   conv kernels  (kh, kw, in, out)          dense kernels  (in, out)
   biases        (out,)                     embedding      (vocabulary, dim)
   CNN flatten   channel-major: the 6400 inputs of dense1 are ordered (C, H, W), as in an NCHW
-                framework; an NHWC framework transposes to NCHW before flattening.
+                framework; an NHWC framework permutes dense1's rows (or transposes to NCHW).
   GRU           one kernel per gate, gates r (reset), z (update), n (candidate), in the
-                cuDNN / PyTorch / Keras `reset_after=True` form:
+                cuDNN / PyTorch / Keras `reset_after=True` form, input biases b, recurrent c:
                   r = sigmoid(x W_r + b_r + h U_r + c_r)
                   z = sigmoid(x W_z + b_z + h U_z + c_z)
                   n = tanh(x W_n + b_n + r * (h U_n + c_n))
                   h = (1 - z) * n + z * h
-Kernels are glorot-uniform and biases zero, from a fixed seed, like the tasks' initialisation.
+  FCN5          dense1..dense4, sigmoid after the first three.
 """
+import functools
+
 import numpy as np
 
+from common import numpy_models
 from common.params import get_params
 
 SEED = 1234
 PARITY_BATCH_SIZE = 8
-# Max abs logit difference allowed against the numpy reference (fp32 against float64).
-PARITY_TOLERANCE = {"CNN": 1e-4, "RNN": 1e-4}
+PARITY_STEPS = 3
+# Max abs difference of the step losses and the final logits against float64. The same steps in
+# float32 numpy differ from float64 by 5e-7 (CNN), 1.3e-7 (RNN), 2.2e-6 (FCN5); PyTorch's by 5e-7,
+# 1.6e-7 and 1.1e-6. The CNN's bound is wider: float32 rounding can flip a max-pool winner that
+# leads by less than a rounding step and send a gradient to another pixel (7e-5 seen with other
+# biases). Swapping two rows of one bias vector moves the result by 1e-3 (GRU update gate) to 0.16
+# (conv2); dropping the momentum, by 1.4 (tests/test_reference.py holds these above the bounds).
+TRAIN_PARITY_TOLERANCE = {"CNN": 1e-3, "RNN": 1e-4, "FCN5": 1e-4}
 # Max abs difference allowed between two frameworks' ResNet-50 features.
 FEATURE_TOLERANCE = 1e-3
 GRU_GATES = ("r", "z", "n")
+CNN_LAYERS = ("conv1", "conv2", "conv3", "conv4", "dense1", "dense2")
+FCN5_LAYERS = numpy_models.FCN5_LAYERS
+TASKS = ("CNN", "RNN", "FCN5")
 
 
 def glorot_uniform(rng, shape, fan_in, fan_out):
@@ -35,13 +53,15 @@ def glorot_uniform(rng, shape, fan_in, fan_out):
     return rng.uniform(-limit, limit, size=shape).astype(np.float32)
 
 
-def _conv(rng, kernel_size, n_in, n_out):
-    receptive = kernel_size * kernel_size
-    return glorot_uniform(rng, (kernel_size, kernel_size, n_in, n_out),
-                          receptive * n_in, receptive * n_out)
+def orthogonal(rng, size):
+    """A random orthogonal (size, size) matrix, Keras' default recurrent initialisation."""
+    q, r = np.linalg.qr(rng.normal(size=(size, size)))
+    return (q * np.sign(np.diag(r))).astype(np.float32)
 
 
-CNN_LAYERS = ("conv1", "conv2", "conv3", "conv4", "dense1", "dense2")
+def _dense(weights, rng, name, n_in, n_out):
+    weights[f"{name}/kernel"] = glorot_uniform(rng, (n_in, n_out), n_in, n_out)
+    weights[f"{name}/bias"] = np.zeros(n_out, np.float32)
 
 
 def cnn_weights(seed=SEED):
@@ -52,11 +72,10 @@ def cnn_weights(seed=SEED):
     shapes = {"conv1": (channels, 50), "conv2": (50, 50), "conv3": (50, 100), "conv4": (100, 100)}
     weights = {}
     for name, (n_in, n_out) in shapes.items():
-        weights[f"{name}/kernel"] = _conv(rng, 3, n_in, n_out)
+        weights[f"{name}/kernel"] = glorot_uniform(rng, (3, 3, n_in, n_out), 9 * n_in, 9 * n_out)
         weights[f"{name}/bias"] = np.zeros(n_out, np.float32)
-    for name, (n_in, n_out) in {"dense1": (6400, 512), "dense2": (512, params["n_classes"])}.items():
-        weights[f"{name}/kernel"] = glorot_uniform(rng, (n_in, n_out), n_in, n_out)
-        weights[f"{name}/bias"] = np.zeros(n_out, np.float32)
+    _dense(weights, rng, "dense1", 6400, 512)
+    _dense(weights, rng, "dense2", 512, params["n_classes"])
     return weights
 
 
@@ -65,106 +84,123 @@ def gru_weights(seed=SEED):
     params = get_params("RNN")
     rng = np.random.default_rng(seed + 1)
     vocabulary, dim = params["vocabulary_size"], params["embedding_dim"]
-    units, n_classes = params["hidden_units"], params["n_classes"]
+    units = params["hidden_units"]
     weights = {"embedding/embeddings": rng.uniform(-0.05, 0.05, (vocabulary, dim)).astype(np.float32)}
     for gate in GRU_GATES:
         weights[f"gru/W_{gate}"] = glorot_uniform(rng, (dim, units), dim, units)
-        weights[f"gru/U_{gate}"] = glorot_uniform(rng, (units, units), units, units)
+        weights[f"gru/U_{gate}"] = orthogonal(rng, units)
         weights[f"gru/b_{gate}"] = np.zeros(units, np.float32)
         weights[f"gru/c_{gate}"] = np.zeros(units, np.float32)
-    weights["dense/kernel"] = glorot_uniform(rng, (units, n_classes), units, n_classes)
-    weights["dense/bias"] = np.zeros(n_classes, np.float32)
+    _dense(weights, rng, "dense", units, params["n_classes"])
+    return weights
+
+
+def fcn5_weights(seed=SEED):
+    """dense1..dense4 of FCN5 (784 → 2048 → 4096 → 1024 → 10)."""
+    sizes = get_params("FCN5")["layer_sizes"]
+    rng = np.random.default_rng(seed + 3)
+    weights = {}
+    for name, n_in, n_out in zip(FCN5_LAYERS, sizes[:-1], sizes[1:]):
+        _dense(weights, rng, name, n_in, n_out)
+    return weights
+
+
+_WEIGHTS = {"CNN": cnn_weights, "RNN": gru_weights, "FCN5": fcn5_weights}
+
+
+def _check_task(task):
+    if task not in TASKS:
+        raise ValueError(f"no shared weights or parity check for task {task!r}; valid: {', '.join(TASKS)}")
+
+
+def initial_weights(task):
+    """The weights every framework trains the task from."""
+    _check_task(task)
+    return _WEIGHTS[task]()
+
+
+def parity_weights(task):
+    """The initial kernels with random non-zero biases (input and recurrent ones for the GRU)."""
+    weights = initial_weights(task)
+    rng = np.random.default_rng(SEED + 4)
+    for name in sorted(weights):
+        if name.split("/")[1][:2] in ("bi", "b_", "c_"):
+            weights[name] = rng.uniform(-0.5, 0.5, size=weights[name].shape).astype(np.float32)
     return weights
 
 
 def parity_batch(task, seed=SEED):
-    """The fixed inputs of the parity check: NCHW images for CNN, token ids for RNN."""
+    """The fixed (inputs, labels) of the parity check: NCHW images for CNN, token ids for RNN,
+    flat images for FCN5; int64 labels."""
+    _check_task(task)
     rng = np.random.default_rng(seed + 2)
+    params = get_params(task)
     if task == "CNN":
-        shape = (PARITY_BATCH_SIZE,) + tuple(get_params("CNN")["image_shape"])
-        return rng.uniform(0.0, 1.0, size=shape).astype(np.float32)
-    if task == "RNN":
-        params = get_params("RNN")
-        tokens = rng.integers(1, params["vocabulary_size"],
-                              size=(PARITY_BATCH_SIZE, params["sequence_length"]))
+        x = rng.uniform(0.0, 1.0, size=(PARITY_BATCH_SIZE,) + tuple(params["image_shape"]))
+    elif task == "FCN5":
+        x = rng.uniform(0.0, 1.0, size=(PARITY_BATCH_SIZE, params["layer_sizes"][0]))
+    else:
+        x = rng.integers(1, params["vocabulary_size"], size=(PARITY_BATCH_SIZE, params["sequence_length"]))
         # Keras-style 'pre' padding of different lengths, so padding is part of what is compared.
         for row, pad in enumerate(np.linspace(0, params["sequence_length"] // 2, PARITY_BATCH_SIZE)):
-            tokens[row, : int(pad)] = 0
-        return tokens.astype(np.int32)
-    raise ValueError(f"no parity check for task {task!r}; valid: CNN, RNN")
+            x[row, : int(pad)] = 0
+    n_classes = params["layer_sizes"][-1] if task == "FCN5" else params["n_classes"]
+    labels = np.arange(PARITY_BATCH_SIZE) % n_classes
+    return x.astype(np.int32 if task == "RNN" else np.float32), labels.astype(np.int64)
 
 
-def _conv_same(x, kernel, bias):
-    """3×3 'same' convolution of NCHW x with an HWIO kernel (cross-correlation, like every
-    framework)."""
-    kh, kw, _, n_out = kernel.shape
-    padded = np.pad(x, ((0, 0), (0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2)))
-    n, _, height, width = x.shape
-    out = np.zeros((n, n_out, height, width))
-    for i in range(kh):
-        for j in range(kw):
-            patch = padded[:, :, i:i + height, j:j + width]
-            out += np.einsum("nchw,co->nohw", patch, kernel[i, j])
-    return out + bias[None, :, None, None]
+_GRADIENTS = {"CNN": numpy_models.cnn_gradients, "RNN": numpy_models.gru_gradients,
+              "FCN5": numpy_models.fcn5_gradients}
+_FORWARD = {"CNN": numpy_models.cnn_forward, "RNN": numpy_models.gru_forward,
+            "FCN5": numpy_models.fcn5_forward}
 
 
-def _max_pool2(x):
-    n, c, h, w = x.shape
-    return x.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
-
-
-def _relu(x):
-    return np.maximum(x, 0.0)
-
-
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def cnn_forward(weights, x):
-    """Logits of the CNN in inference mode (dropout off), in float64."""
-    w = {name: value.astype(np.float64) for name, value in weights.items()}
-    h = _relu(_conv_same(x.astype(np.float64), w["conv1/kernel"], w["conv1/bias"]))
-    h = _relu(_max_pool2(_conv_same(h, w["conv2/kernel"], w["conv2/bias"])))
-    h = _relu(_conv_same(h, w["conv3/kernel"], w["conv3/bias"]))
-    h = _relu(_max_pool2(_conv_same(h, w["conv4/kernel"], w["conv4/bias"])))
-    h = h.reshape(len(h), -1)
-    h = _relu(h @ w["dense1/kernel"] + w["dense1/bias"])
-    return h @ w["dense2/kernel"] + w["dense2/bias"]
-
-
-def gru_forward(weights, tokens):
-    """Logits of the embedding · GRU (last output) · dense model, in float64."""
-    w = {name: value.astype(np.float64) for name, value in weights.items()}
-    embedded = w["embedding/embeddings"][tokens]
-    h = np.zeros((tokens.shape[0], w["gru/U_r"].shape[0]))
-    for t in range(tokens.shape[1]):
-        x = embedded[:, t]
-        r = _sigmoid(x @ w["gru/W_r"] + w["gru/b_r"] + h @ w["gru/U_r"] + w["gru/c_r"])
-        z = _sigmoid(x @ w["gru/W_z"] + w["gru/b_z"] + h @ w["gru/U_z"] + w["gru/c_z"])
-        n = np.tanh(x @ w["gru/W_n"] + w["gru/b_n"] + r * (h @ w["gru/U_n"] + w["gru/c_n"]))
-        h = (1.0 - z) * n + z * h
-    return h @ w["dense/kernel"] + w["dense/bias"]
-
-
-def shared_weights(task):
-    if task == "CNN":
-        return cnn_weights()
+def optimiser_step(task, weights, grads, state):
+    """The task's optimiser (common.params) on float64 weights, in place."""
+    params = get_params(task)
     if task == "RNN":
-        return gru_weights()
-    raise ValueError(f"no shared weights for task {task!r}; valid: CNN, RNN")
+        numpy_models.adam(weights, grads, state, params["learning_rate"], params["beta_1"],
+                          params["beta_2"], params["epsilon"])
+    else:
+        numpy_models.sgd(weights, grads, state, params["learning_rate"], params.get("momentum", 0.0))
 
 
-def reference_logits(task):
-    """The numpy reference logits of `parity_batch(task)` on `shared_weights(task)`."""
-    forward = {"CNN": cnn_forward, "RNN": gru_forward}[task]
-    return forward(shared_weights(task), parity_batch(task))
+@functools.lru_cache(maxsize=None)
+def _reference_training(task, dtype_name):
+    dtype = np.dtype(dtype_name)
+    weights = {name: value.astype(dtype) for name, value in parity_weights(task).items()}
+    x, labels = parity_batch(task)
+    state, losses = {}, []
+    for _ in range(PARITY_STEPS):
+        loss, grads = _GRADIENTS[task](weights, x, labels, dtype)
+        losses.append(loss)
+        optimiser_step(task, weights, grads, state)
+    return np.array(losses), _FORWARD[task](weights, x, None, dtype)
 
 
-def parity_error(task, logits):
-    """Max abs difference between a framework's logits and the numpy reference."""
+def reference_training(task):
+    """(losses of the PARITY_STEPS steps, logits after them) in float64, from the parity start."""
+    _check_task(task)
+    losses, logits = _reference_training(task, "float64")
+    return losses.copy(), logits.copy()
+
+
+def train_parity_error(task, losses, logits):
+    """Max abs difference of a framework's step losses and final logits against float64."""
+    expected_losses, expected_logits = reference_training(task)
+    losses = np.asarray(losses, dtype=np.float64).reshape(-1)
     logits = np.asarray(logits, dtype=np.float64)
-    expected = reference_logits(task)
-    if logits.shape != expected.shape:
-        raise ValueError(f"logits of shape {logits.shape}, expected {expected.shape}")
-    return float(np.max(np.abs(logits - expected)))
+    if losses.shape != expected_losses.shape:
+        raise ValueError(f"{losses.size} step losses, expected {PARITY_STEPS}")
+    if logits.shape != expected_logits.shape:
+        raise ValueError(f"logits of shape {logits.shape}, expected {expected_logits.shape}")
+    return float(max(np.abs(losses - expected_losses).max(), np.abs(logits - expected_logits).max()))
+
+
+def train_parity(task, losses, logits):
+    """The record's training-parity checks, printed as well."""
+    checks = {"train_parity_max_abs_error": train_parity_error(task, losses, logits),
+              "train_parity_tolerance": TRAIN_PARITY_TOLERANCE[task],
+              "train_parity_steps": PARITY_STEPS}
+    print("training parity:", checks)
+    return checks
