@@ -95,6 +95,10 @@ def parse_arguments(argv):
                         help="run each notebook N times, each in a fresh kernel, the whole "
                              "selection once before the next round; the tables show the median "
                              "and the spread of the N runs (default 1)")
+    parser.add_argument("--threads", type=positive_number(), default=None, metavar="N",
+                        help="CPU threads every framework may use, pinned before it is imported "
+                             "and read back into the record (default: every core this process "
+                             "may use)")
     parser.add_argument("--resume", action="store_true",
                         help="skip framework × task pairs that already have an ok record for "
                              "this hardware, profile and data choice")
@@ -284,6 +288,7 @@ class Runner:
         self.results = arguments.results_dir.resolve()
         self.records_path = self.results / "records.jsonl"
         self.accelerator = arguments.accelerator
+        self.threads = arguments.threads or probe.cpu_cores()
         self.hardware = probe.hardware(probe.nvidia_accelerator() if self.accelerator == "cuda" else None)
         self.hardware_label = probe.hardware_label(self.hardware)
         self.run_id = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
@@ -409,7 +414,8 @@ class Runner:
         with tempfile.TemporaryDirectory(prefix="rosetta-record-") as staging:
             record_path = Path(staging) / "record.jsonl"
             parameters = {"profile": self.arguments.profile, "data": self.arguments.data,
-                          "device": self.accelerator, "record_path": str(record_path)}
+                          "device": self.accelerator, "threads": self.threads,
+                          "record_path": str(record_path)}
             if variant != DEFAULT_VARIANT:
                 parameters["variant"] = variant
             try:
@@ -516,13 +522,26 @@ class Runner:
 
     # -- the whole run
 
+    def ensure_datasets(self, planned):
+        """Debian's data sets (envs/datasets.apt.txt: Fashion-MNIST, the CNN's stand-in for
+        CIFAR-10) when a CNN notebook may use real data; without them the notebooks fall back."""
+        from runner import environments
+
+        if self.arguments.data == "synthetic" or not any(item[1] == "CNN" for item in planned):
+            return
+        try:
+            environments.ensure_system_packages("datasets")
+        except RuntimeError as error:
+            print(f"[data] Debian data sets not installed, CNN notebooks fall back: {error}")
+
     def run(self):
         from tqdm import tqdm
 
         planned = self.plan()
         print(f"[run] {len(planned)} notebook(s), profile {self.arguments.profile}, data "
-              f"{self.arguments.data}, on {self.hardware_label} ({self.accelerator}); records: "
-              f"{relative(self.records_path)}")
+              f"{self.arguments.data}, on {self.hardware_label} ({self.accelerator}, "
+              f"{self.threads} thread(s)); records: {relative(self.records_path)}")
+        self.ensure_datasets(planned)
         if not planned:
             if self.already_recorded:
                 print("[run] everything selected is already recorded (--resume): nothing to run")

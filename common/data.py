@@ -50,13 +50,17 @@ def load_cifar10(n_train=None, n_test=None, layout="NCHW", data="auto"):
     """CIFAR-10 as float32 in [0, 1] in `layout`, int64 labels."""
     from common import cifar10
 
-    real = _real_or_fallback("CIFAR-10", data, cifar10.load_real)
+    return _images(cifar10.load_real, "CIFAR-10", n_train, n_test, layout, data)
+
+
+def _images(load_real, name, n_train, n_test, layout, data):
+    real = _real_or_fallback(name, data, load_real)
     if real is None:
         n_train = 50000 if n_train is None else n_train
         n_test = 10000 if n_test is None else n_test
         x, y = synthetic.images(n_train + n_test, (3, 32, 32), 10)
         x_train, y_train, x_test, y_test = x[:n_train], y[:n_train], x[n_train:], y[n_train:]
-        kind, source = "synthetic", "synthetic CIFAR-10 stand-in"
+        kind, source = "synthetic", "synthetic stand-in (oriented stripes, 10 classes, 3×32×32)"
     else:
         (x_train, y_train), (x_test, y_test), source = real
         x_train, y_train = _subset(x_train, y_train, n_train)
@@ -66,6 +70,36 @@ def load_cifar10(n_train=None, n_test=None, layout="NCHW", data="auto"):
         kind = "real"
     return DataSet(_to_layout(x_train, layout), y_train.astype(np.int64),
                    _to_layout(x_test, layout), y_test.astype(np.int64), kind, source)
+
+
+CNN_FALLBACK_SHAPE = "28×28 grey padded to 32×32, repeated on 3 channels"
+
+
+def fashion_in_cifar_shape(images):
+    """(n, 28, 28) uint8 → (n, 3, 32, 32) uint8: zero padding of 2 pixels, grey on 3 channels."""
+    padded = np.pad(images, ((0, 0), (2, 2), (2, 2)))
+    return np.repeat(padded[:, None], 3, axis=1)
+
+
+def load_cnn_images(n_train=None, n_test=None, layout="NCHW", data="auto"):
+    """The CNN task's images: CIFAR-10 where a source answers, else real Fashion-MNIST in CIFAR
+    shape, else (data="auto") the synthetic stand-in. float32 in [0, 1] in `layout`, int64
+    labels; `source` names the data set exactly."""
+    from common import cifar10, fashion_mnist
+
+    def real_images():
+        try:
+            return cifar10.load_real()
+        except DataUnavailable as cifar_error:
+            try:
+                (x_train, y_train), (x_test, y_test), source = fashion_mnist.load_real()
+            except DataUnavailable as fashion_error:
+                raise DataUnavailable(f"{cifar_error}; {fashion_error}") from None
+            print(f"[data] CIFAR-10 unavailable, using real Fashion-MNIST in CIFAR shape ({cifar_error})")
+            return ((fashion_in_cifar_shape(x_train), y_train), (fashion_in_cifar_shape(x_test), y_test),
+                    f"{source}, {CNN_FALLBACK_SHAPE}")
+
+    return _images(real_images, "CIFAR-10 or Fashion-MNIST", n_train, n_test, layout, data)
 
 
 def load_imdb(n_train=None, n_test=None, vocabulary_size=30000, sequence_length=150, data="auto"):

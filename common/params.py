@@ -75,7 +75,7 @@ _OVERRIDES = {
         "FCN5": {"n_batches": 10},
     },
     "smoke": {
-        "CNN": {"n_train": 1024, "n_test": 256, "epochs": 2, "warmup_steps": 2},
+        "CNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
         "Inference": {"batch_size": 4, "n_batches": 2, "warmup_batches": 1},
         "RNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
         "MultiGPU": {"epochs": 1, "batch_size": 4},
@@ -95,3 +95,39 @@ def get_params(task, profile="full"):
     params = copy.deepcopy(_FULL[task])
     params.update(_OVERRIDES.get(profile, {}).get(task, {}))
     return params
+
+
+# Quality targets, MLPerf-style: the test accuracy a run must reach for its speed to count, per
+# task × profile × data set (the first words of the record's `data_source`). Each sits below what
+# every correct framework reaches from the shared start (PyTorch, quick, Fashion-MNIST: 0.726 after
+# 2 epochs; synthetic stripes, smoke: 0.93) and well above what a run that does not learn gets
+# (chance: 0.10 and 0.50; a linear classifier on the stripes: 0.10).
+QUALITY_TARGETS = {
+    "CNN": {
+        "CIFAR-10": {"full": 0.70, "quick": 0.30, "smoke": 0.15},
+        "Fashion-MNIST": {"full": 0.88, "quick": 0.65, "smoke": 0.50},
+        "synthetic": {"full": 0.90, "quick": 0.60, "smoke": 0.35},
+    },
+    "RNN": {
+        "IMDB": {"full": 0.80, "quick": 0.65, "smoke": 0.55},
+        "synthetic": {"full": 0.90, "quick": 0.75, "smoke": 0.60},
+    },
+}
+
+
+def data_set_name(data_source):
+    """'Fashion-MNIST' from 'Fashion-MNIST, Debian …'; every synthetic stand-in is 'synthetic'."""
+    name = (data_source or "").split(",")[0].strip()
+    return "synthetic" if name.lower().startswith("synthetic") else name
+
+
+def quality_target(task, profile, data_source):
+    """The test accuracy `task` must reach under `profile` on that data, or None when the task
+    has no accuracy target (Inference: its checks are the known photos and feature parity)."""
+    targets = QUALITY_TARGETS.get(task)
+    if targets is None:
+        return None
+    name = data_set_name(data_source)
+    if name not in targets:
+        raise ValueError(f"no {task} quality target for data {name!r}; known: {', '.join(targets)}")
+    return targets[name][profile]

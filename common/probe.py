@@ -50,6 +50,35 @@ def cpu_cores():
         return os.cpu_count()
 
 
+# What pins a framework's CPU threads before it is imported (most size their pools at import):
+# OpenMP (MXNet, PaddlePaddle, oneDNN, Theano), the BLAS libraries (numpy, Chainer), TensorFlow's
+# two pools, PaddlePaddle's math library (1 thread unless told) and XLA's CPU client (JAX).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "FLAGS_paddle_num_threads")
+_XLA_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={threads}"
+
+
+def pin_threads(threads=0):
+    """Set every thread variable to `threads` (0: the cores this process may use) and return it.
+    Call it before importing the framework; the notebook then also sets the framework's own API
+    where it has one and records what the framework reports back."""
+    if int(threads) < 0:
+        raise ValueError(f"threads must be >= 0 (0: all cores), got {threads}")
+    threads = int(threads) or cpu_cores()
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    kept = [flag for flag in os.environ.get("XLA_FLAGS", "").split()
+            if not flag.startswith(("--xla_cpu_multi_thread_eigen", "intra_op_parallelism_threads"))]
+    os.environ["XLA_FLAGS"] = " ".join(kept + [_XLA_THREAD_FLAGS.format(threads=threads)])
+    return threads
+
+
+def thread_settings():
+    """The thread variables as this process sees them, for the record."""
+    names = THREAD_VARIABLES + ("XLA_FLAGS",)
+    return {name: os.environ[name] for name in names if name in os.environ}
+
+
 def nvidia_smi_gpus():
     """[(name, driver)] from nvidia-smi, or [] when there is none."""
     if not shutil.which("nvidia-smi"):
@@ -137,6 +166,7 @@ def hardware(accelerator=None, threads=None):
     family, model = cpu_identity()
     info = {"cpu_model": cpu_model(), "cpu_family": family, "cpu_model_number": model,
             "cpu_flags": cpu_features(), "cpu_cores": cpu_cores(), "threads": threads,
+            "thread_settings": thread_settings(),
             "gpu_name": None, "gpu_count": 0}
     if accelerator:
         info.update({key: value for key, value in accelerator.items() if value is not None})

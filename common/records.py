@@ -56,6 +56,56 @@ def make_record(framework, task, profile, data, hardware, versions, params, metr
     })
 
 
+class Run:
+    """The harness of one notebook run, so that the notebook itself shows only its framework:
+
+        run = records.start(FRAMEWORK, TASK, profile, variant, threads, record_path)  # first
+        params = run.params
+        ...
+        run.finish(dataset, hardware, versions, metrics, checks)
+    """
+
+    def __init__(self, framework, task, profile, variant="default", threads=0, record_path=None):
+        from common import frameworks, params, probe
+
+        valid = frameworks.variants(frameworks.RUNNABLE[framework], task)
+        if variant not in valid:
+            raise ValueError(f"unknown variant {variant!r} for {framework} {task}; valid: {', '.join(valid)}")
+        self.framework, self.task, self.profile, self.variant = framework, task, profile, variant
+        self.record_path = record_path
+        self.params = params.get_params(task, profile)
+        self.threads = probe.pin_threads(threads)
+        self.started_at = now()
+        print(f"{framework} · {task} · {variant} · profile {profile} · {self.threads} thread(s)")
+        print(self.params)
+
+    def finish(self, dataset, hardware, versions, metrics, checks=None, notes=None):
+        """Write the record (data kind and source from `dataset`) and print it. The task's quality
+        target for this profile and data set goes into the checks beside the accuracy."""
+        from common import params
+
+        checks = dict(checks or {})
+        target = params.quality_target(self.task, self.profile, dataset.source)
+        if target is not None:
+            checks["quality_target"] = target
+            checks["quality_met"] = bool(metrics.get("test_accuracy", float("nan")) >= target)
+        hardware = dict(hardware, threads_pinned=self.threads)
+        record = make_record(
+            framework=self.framework, task=self.task, variant=self.variant, profile=self.profile,
+            data=dataset.data, data_source=dataset.source, hardware=hardware, versions=versions,
+            params=self.params, metrics=metrics, checks=checks, started_at=self.started_at,
+            notes=notes)
+        if self.record_path:
+            append_record(record, self.record_path)
+        return show(record)
+
+
+def start(framework, task, profile, variant="default", threads=0, record_path=None):
+    """Check the variant, read the task's parameters, pin the threads (before the framework is
+    imported) and stamp the start."""
+    return Run(framework, task, profile, variant, threads, record_path)
+
+
 def append_record(record, path):
     """Append one record as one line; the file is opened in append mode and flushed at once."""
     path = Path(path)

@@ -1,33 +1,49 @@
 """Deterministic, learnable synthetic data with the shapes and dtypes of the real data sets.
 
-Each class has its own fixed pattern, so a model that learns reaches well above chance: accuracy
-still proves the training works when no real data can be had. Same seed, same arrays, everywhere.
+Same seed, same arrays, everywhere. The image stand-in is built so that only a model that sees
+shapes can learn it: a class is an oriented stripe pattern whose phase, contrast and colour change
+from image to image, so the class leaves no trace in any pixel's mean and a linear classifier stays
+near chance (tests/test_synthetic.py shows both that and the CNN learning it).
 """
 import numpy as np
 
 SEED = 20180314
 
 
-def images(n, shape, n_classes, seed=SEED, noise=0.2):
-    """(n, *shape) float32 in [0, 1] (channels first) and int64 labels in [0, n_classes).
+def images(n, shape, n_classes, seed=SEED, noise=0.1, chunk=4096):
+    """(n, channels, height, width) float32 in [0, 1] and int64 labels in [0, n_classes).
 
-    A class is a colour (one level per channel) plus a coarse spatial pattern; a small model
-    separates the classes within a few hundred images, a well-trained one almost perfectly.
+    Class k is a sinusoidal grating at orientation k·180°/n_classes (two stripe widths alternate
+    between neighbouring classes), with a random phase, contrast and colour tint per image, plus
+    gaussian noise.
     """
+    channels, height, width = shape
     rng = np.random.default_rng(seed)
-    shape = tuple(shape)
-    colours = rng.uniform(0.25, 0.75, size=(n_classes, shape[0]) + (1,) * (len(shape) - 1))
-    coarse_shape = (n_classes, shape[0]) + tuple(max(1, size // 8) for size in shape[1:])
-    coarse = rng.uniform(-0.2, 0.2, size=coarse_shape)
-    for axis, size in enumerate(shape[1:], start=2):
-        coarse = np.repeat(coarse, -(-size // coarse.shape[axis]), axis=axis)
-    pattern = coarse[(slice(None), slice(None)) + tuple(slice(0, size) for size in shape[1:])]
-    templates = (colours + pattern).astype(np.float32)
     labels = rng.integers(0, n_classes, size=n)
-    x = templates[labels]
-    x += rng.normal(0.0, noise, size=x.shape).astype(np.float32)
-    np.clip(x, 0.0, 1.0, out=x)
+    angles = np.pi * np.arange(n_classes) / n_classes
+    cycles_per_pixel = np.where(np.arange(n_classes) % 2 == 0, 1 / 4, 1 / 7)
+    rows, columns = np.mgrid[0:height, 0:width].astype(np.float32)
+    x = np.empty((n, channels, height, width), np.float32)
+    for begin in range(0, n, chunk):
+        k = labels[begin:begin + chunk]
+        m = len(k)
+        along = (columns[None] * np.cos(angles[k])[:, None, None] + rows[None] * np.sin(angles[k])[:, None, None])
+        phase = rng.uniform(0, 2 * np.pi, size=(m, 1, 1))
+        grating = np.sin(2 * np.pi * cycles_per_pixel[k][:, None, None] * along + phase)
+        contrast = rng.uniform(0.25, 0.45, size=(m, 1, 1, 1))
+        tint = rng.uniform(0.3, 0.7, size=(m, channels, 1, 1))
+        block = tint + contrast * grating[:, None] + rng.normal(0.0, noise, size=(m, channels, height, width))
+        x[begin:begin + m] = np.clip(block, 0.0, 1.0)
     return x, labels.astype(np.int64)
+
+
+def _template_vectors(n, n_features, n_classes, seed, noise=0.2):
+    """(n, n_features): a fixed random template per class plus noise (linearly separable)."""
+    rng = np.random.default_rng(seed)
+    templates = rng.uniform(0.25, 0.75, size=(n_classes, n_features)) + rng.uniform(-0.2, 0.2, size=(n_classes, n_features))
+    labels = rng.integers(0, n_classes, size=n)
+    x = templates[labels] + rng.normal(0.0, noise, size=(n, n_features))
+    return np.clip(x, 0.0, 1.0).astype(np.float32), labels.astype(np.int64)
 
 
 def sequences(n, length, vocabulary_size, n_classes=2, seed=SEED + 1, marker_rate=0.08):
@@ -55,5 +71,4 @@ def sequences(n, length, vocabulary_size, n_classes=2, seed=SEED + 1, marker_rat
 
 def flat_images(n, n_features, n_classes, seed=SEED + 2):
     """(n, n_features) float32 in [0, 1], for MNIST-shaped data."""
-    x, y = images(n, (n_features,), n_classes, seed=seed)
-    return x, y
+    return _template_vectors(n, n_features, n_classes, seed)

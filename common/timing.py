@@ -1,39 +1,55 @@
-"""Honest timing: warm-up steps counted apart, the device synchronised before the clock is read.
+"""Honest timing, one protocol for every notebook.
 
-    timer = Timer(warmup_steps=params["warmup_steps"], sync=torch.cuda.synchronize)
+- Data sits in memory; batches are gathered by index (common.batches); nothing inside the timed
+  steps waits for the host (no `.item()`, no per-step metric, no syncing callback).
+- The first `warmup_steps` steps (compilation, autotuning, first-touch allocation) are timed apart
+  from the steady state.
+- The steady steps are cut into WINDOWS windows; the device is synchronised at each window's end
+  (a handful of syncs a run) and each window's rate is kept, so a record carries its own spread.
+
+    timer = Timer(warmup_steps=params["warmup_steps"], total_steps=epochs * n_batches,
+                  sync=torch.cuda.synchronize)
     for epoch in range(params["epochs"]):
         with timer.running():            # only what runs inside is timed (not evaluation)
-            for x, y in batches:
-                train_step(x, y)
-                timer.step(len(x))        # counts items; syncs once, at the end of warm-up
-    timer.summary()
+            for index in batches:
+                train_step(x[index], y[index])
+                timer.step(len(index))    # counts items; syncs at window ends only
+    timer.summary("images")
 """
 import contextlib
 import statistics
 import time
 
+WINDOWS = 5
+
 
 class Timer:
-    def __init__(self, warmup_steps=0, sync=None):
+    def __init__(self, warmup_steps=0, sync=None, total_steps=None, windows=WINDOWS):
         if warmup_steps < 0:
             raise ValueError("warmup_steps must be >= 0")
         self.warmup_steps = warmup_steps
         self.sync = sync or (lambda: None)
+        steady = None if total_steps is None else max(1, total_steps - warmup_steps)
+        self.window_steps = None if steady is None else max(1, steady // windows)
         self.steps = 0
         self.items = 0
         self.steady_items = 0
         self.total_seconds = 0.0
         self.warmup_seconds = 0.0
         self.steady_seconds = 0.0
+        self.window_rates = []
+        self._window = [0, 0, 0.0]  # steps, items, seconds of the open window
         self._start = None
         self._steady_start = None
+        self._window_start = None
 
     @contextlib.contextmanager
     def running(self):
         """Time the enclosed block; steady-state time starts once warm-up is over."""
         self.sync()
         self._start = time.perf_counter()
-        self._steady_start = self._start if self.steps >= self.warmup_steps else None
+        steady = self.steps >= self.warmup_steps
+        self._steady_start = self._window_start = self._start if steady else None
         try:
             yield self
         finally:
@@ -42,33 +58,47 @@ class Timer:
             self.total_seconds += end - self._start
             if self._steady_start is not None:
                 self.steady_seconds += end - self._steady_start
+                self._window[2] += end - self._window_start
             self._start = None
 
-    def step(self, n_items):
-        """Count one step of `n_items` items (images, sequences)."""
+    def step(self, n_items, n_steps=1):
+        """Count `n_steps` finished steps of `n_items` items in all (images, sequences)."""
         if self._start is None:
             raise RuntimeError("Timer.step() called outside `with timer.running():`")
-        self.steps += 1
+        in_warmup = self.steps < self.warmup_steps
+        self.steps += n_steps
         self.items += n_items
-        if self.steps <= self.warmup_steps:
-            if self.steps == self.warmup_steps:
+        if in_warmup:
+            if self.steps >= self.warmup_steps:
                 self.sync()
                 now = time.perf_counter()
                 self.warmup_seconds += now - self._start
-                self._steady_start = now
-        else:
-            self.steady_items += n_items
+                self._steady_start = self._window_start = now
+            return
+        self.steady_items += n_items
+        window = self._window
+        window[0] += n_steps
+        window[1] += n_items
+        if self.window_steps and window[0] >= self.window_steps:
+            self.sync()
+            now = time.perf_counter()
+            seconds = window[2] + now - self._window_start
+            self.window_rates.append(window[1] / seconds)
+            self._window = [0, 0, 0.0]
+            self._window_start = now
 
     def summary(self, unit="items"):
-        """Metrics with units in their names, ready for the record."""
+        """Metrics with units in their names, ready for the record: the steady rate over all
+        steady steps, and the rate of each window."""
         rate = self.steady_items / self.steady_seconds if self.steady_seconds > 0 else None
         return {
-            "total_seconds": self.total_seconds,
+            "timed_seconds": self.total_seconds,
             "warmup_seconds": self.warmup_seconds,
             "steady_seconds": self.steady_seconds,
             "steps": self.steps,
             "warmup_steps": min(self.warmup_steps, self.steps),
             f"{unit}_per_second": rate,
+            f"{unit}_per_second_windows": list(self.window_rates),
         }
 
 
