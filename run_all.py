@@ -289,6 +289,7 @@ class Runner:
         self.records_path = self.results / "records.jsonl"
         self.accelerator = arguments.accelerator
         self.threads = arguments.threads or probe.cpu_cores()
+        self.peak_gflops = None
         self.hardware = probe.hardware(probe.nvidia_accelerator() if self.accelerator == "cuda" else None)
         self.hardware_label = probe.hardware_label(self.hardware)
         self.run_id = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
@@ -518,7 +519,24 @@ class Runner:
                        "data_choice": self.arguments.data,
                        "repeat": self.repeat, "repeats": self.arguments.repeat,
                        "wall_seconds": round(time.monotonic() - began, 1)})
+        if self.peak_gflops and isinstance(record.get("hardware"), dict):
+            record["hardware"].setdefault("fp32_peak_gflops", self.peak_gflops)
         return records.append_record(record, self.records_path)
+
+    def measure_peak(self):
+        """The machine's fp32 matrix-product peak on the pinned threads, measured once per run in
+        a fresh interpreter (the thread pools of this one are already sized)."""
+        code = ("from common import probe; import sys; probe.pin_threads(int(sys.argv[1])); "
+                "print(probe.fp32_matmul_gflops())")
+        result = subprocess.run([sys.executable, "-c", code, str(self.threads)], capture_output=True,
+                                text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        try:
+            self.peak_gflops = round(float(result.stdout.strip().splitlines()[-1]), 1)
+        except (ValueError, IndexError):
+            print(f"[run] fp32 peak not measured: {result.stderr.strip()[-300:]}")
+            return
+        print(f"[run] fp32 matrix-product peak (numpy's BLAS) on {self.threads} thread(s): "
+              f"{self.peak_gflops} GFLOP/s")
 
     # -- the whole run
 
@@ -542,6 +560,8 @@ class Runner:
               f"{self.arguments.data}, on {self.hardware_label} ({self.accelerator}, "
               f"{self.threads} thread(s)); records: {relative(self.records_path)}")
         self.ensure_datasets(planned)
+        if planned:
+            self.measure_peak()
         if not planned:
             if self.already_recorded:
                 print("[run] everything selected is already recorded (--resume): nothing to run")

@@ -10,6 +10,7 @@ import re
 import statistics
 from pathlib import Path
 
+from common.flops import flops_per_item
 from common.frameworks import FRAMEWORKS, UNAVAILABLE
 from common.params import TASKS, data_set_name, get_params
 from common.probe import hardware_label
@@ -99,7 +100,9 @@ def column_key(record):
     hardware = record.get("hardware", {})
     threads = hardware.get("threads_pinned")
     label = hardware_label(hardware) + (f", {threads} thread{'s' if threads != 1 else ''}" if threads else "")
-    data = data_set_name(record.get("data_source")) or record.get("data") if record.get("data") else None
+    data = record.get("data")
+    if data:
+        data = data_set_name(record.get("data_source")) or f"{data} data"
     return (label, record.get("profile"), data)
 
 
@@ -132,10 +135,25 @@ def cell_text(record, link=str):
             value = _number(metrics.get(name))
             if value is not None:
                 parts.append(pattern.format(value))
+        share = peak_share(record)
+        if share is not None:
+            parts.append(f"{share:.0f} % of peak" if share >= 1 else f"{share:.2g} % of peak")
         text = " · ".join(parts)
     if notebook:
         text += f" [nb]({link(notebook)})"
     return text
+
+
+def peak_share(record):
+    """The headline speed as % of the CPU's measured fp32 peak (common.flops counts the work), or
+    None for GPU runs and records without a measured peak."""
+    hardware, task = record.get("hardware", {}), record.get("task")
+    peak = _number(hardware.get("fp32_peak_gflops"))
+    headline, unit = HEADLINES.get(task, (None, None))
+    rate = _number(record.get("metrics", {}).get(headline))
+    if hardware.get("gpu_count") or not peak or rate is None or unit not in ("img/s", "seq/s"):
+        return None
+    return 100 * rate * flops_per_item(task) / (peak * 1e9)
 
 
 def _format(value):

@@ -37,7 +37,7 @@ def test_notebook_follows_the_skeleton(path):
     parameters = [c for c in notebook if "parameters" in c["metadata"].get("tags", [])]
     assert len(parameters) == 1 and notebook.index(parameters[0]) == 1
     names = set(re.findall(r"^(\w+)\s*(?:=|<-)", "".join(parameters[0]["source"]), re.M))
-    assert {"profile", "data", "record_path"} <= names
+    assert {"profile", "variant", "data", "device", "threads", "record_path"} <= names
     headings = [line for c in notebook if c["cell_type"] == "markdown"
                 for line in "".join(c["source"]).splitlines() if line.startswith("## ")]
     assert len(headings) == len(SKELETON)
@@ -47,12 +47,33 @@ def test_notebook_follows_the_skeleton(path):
     code = "".join("".join(c["source"]) for c in notebook if c["cell_type"] == "code")
     # R notebooks reach the same Python `common` through reticulate: `records$show` for `records.show`.
     member = "$" if language(path) == "R" else "."
-    for identifier in ("create_model", "predict", f"records{member}append_record", f"records{member}show"):
+    for identifier in ("create_model", "predict", f"records{member}start", f"run{member}finish"):
         assert identifier in code
+    # The harness starts before the framework is imported: records.start pins its threads.
+    first_import = DEEP_LEARNING.search(code) or re.search(r"(import\(\"(keras|tensorflow)\"\)|library\(keras)", code)
+    assert first_import and code.index(f"records{member}start") < first_import.start()
+    if "_Inference" not in path.name:
+        vocabulary_of_training(code, member)
     if language(path) == "R":
         assert 'import("common.' in code
     else:
         assert "from common import" in code and "import *" not in code
+
+
+def vocabulary_of_training(code, member):
+    """One vocabulary in every CNN and RNN notebook (issue 14): the same function names, the shared
+    start, the shared batch order, training parity through the same train step."""
+    for name in ("create_model", "create_optimizer", "load_shared_weights", "train_one_epoch", "predict"):
+        assert re.search(rf"(def {name}\(|{name} <- function\()", code), name
+    for call in (f"reference{member}initial_weights", f"reference{member}parity_weights",
+                 f"reference{member}train_parity", f"batches{member}epoch_batches"):
+        assert call in code, call
+    assert not re.search(r"\b(generator|rng)\b.*\)\s*:", code), "the batch order comes from common.batches"
+    signature = re.search(r"def train_one_epoch\(([^)]*)\)", code)
+    if signature:  # every argument used in the body
+        body = code[signature.end():].split("\ndef ", 1)[0].split("\n\n\n", 1)[0]
+        for argument in (a.split("=")[0].strip() for a in signature.group(1).split(",") if a.strip()):
+            assert re.search(rf"\b{argument}\b", body), f"train_one_epoch ignores {argument}"
 
 
 def language(path):

@@ -1,5 +1,6 @@
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -61,3 +62,26 @@ def test_unknown_status_is_rejected():
 def test_artifact_lies_beside_the_record(tmp_path):
     path = records.artifact_path(tmp_path / "x" / "records.jsonl", "features.npy")
     assert path.parent == (tmp_path / "x").resolve()
+
+
+class FakeDataSet:
+    data, source = "synthetic", "synthetic stand-in (oriented stripes)"
+
+
+def test_a_run_checks_its_variant_pins_threads_and_holds_accuracy_to_its_target(tmp_path, monkeypatch):
+    from common import probe
+
+    for name in probe.THREAD_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError, match="valid: default, compiled"):
+        records.start("pytorch", "CNN", "smoke", "xla")
+    run = records.start("pytorch", "CNN", "smoke", "compiled", threads=1, record_path=tmp_path / "r.jsonl")
+    assert run.params["n_train"] == 2048 and run.threads == 1
+    assert all(os.environ[name] == "1" for name in probe.THREAD_VARIABLES)
+    hardware = probe.hardware(None, threads=1)
+    good = run.finish(FakeDataSet(), hardware, {}, {"test_accuracy": 0.9, "epoch_losses": [2.0, 1.0]})
+    low = run.finish(FakeDataSet(), hardware, {}, {"test_accuracy": 0.2, "epoch_losses": [2.0, 1.0]})
+    assert good["checks"] == {"quality_target": 0.35, "quality_met": True}
+    assert low["checks"]["quality_met"] is False
+    assert good["hardware"]["threads_pinned"] == 1 and good["hardware"]["thread_settings"]["OMP_NUM_THREADS"] == "1"
+    assert [r["variant"] for r in records.read_records(tmp_path / "r.jsonl")] == ["compiled", "compiled"]

@@ -1,7 +1,9 @@
+"""The float64 numpy judge: its pieces against their definitions and finite differences, and the
+training-parity bound against the mistakes it must catch."""
 import numpy as np
 import pytest
 
-from common import reference
+from common import numpy_models, reference
 
 
 def naive_conv_same(x, kernel, bias):
@@ -22,57 +24,143 @@ def test_convolution_matches_the_direct_definition():
     x = rng.normal(size=(2, 3, 6, 5))
     kernel = rng.normal(size=(3, 3, 3, 4))
     bias = rng.normal(size=4)
-    np.testing.assert_allclose(reference._conv_same(x, kernel, bias), naive_conv_same(x, kernel, bias), atol=1e-12)
+    out, _ = numpy_models.conv_forward(x, kernel, bias)
+    np.testing.assert_allclose(out, naive_conv_same(x, kernel, bias), atol=1e-12)
 
 
-def test_max_pool_takes_the_largest_of_each_2x2():
+def test_max_pool_takes_the_largest_of_each_2x2_and_routes_ties_to_one_pixel():
     x = np.arange(16.0).reshape(1, 1, 4, 4)
-    np.testing.assert_array_equal(reference._max_pool2(x)[0, 0], [[5, 7], [13, 15]])
+    out, winner = numpy_models.max_pool2_forward(x)
+    np.testing.assert_array_equal(out[0, 0], [[5, 7], [13, 15]])
+    tied = np.zeros((1, 1, 2, 2))
+    _, winner = numpy_models.max_pool2_forward(tied)
+    gradient = numpy_models.max_pool2_backward(np.ones((1, 1, 1, 1)), winner)
+    np.testing.assert_array_equal(gradient[0, 0], [[1, 0], [0, 0]])
 
 
-def test_cnn_weights_are_glorot_uniform_with_zero_biases_and_deterministic():
-    weights = reference.cnn_weights()
-    assert weights["conv1/kernel"].shape == (3, 3, 3, 50)
-    assert weights["dense1/kernel"].shape == (6400, 512)
+def numeric_gradient(loss, weights, name, index, step=1e-6):
+    plus = {k: v.copy() for k, v in weights.items()}
+    minus = {k: v.copy() for k, v in weights.items()}
+    plus[name][index] += step
+    minus[name][index] -= step
+    return (loss(plus) - loss(minus)) / (2 * step)
+
+
+def small_inputs(task):
+    x, labels = reference.parity_batch(task)
+    return (x[:2, :, :8, :8], labels[:2]) if task == "CNN" else (x[:2, -6:] if task == "RNN" else x[:2], labels[:2])
+
+
+@pytest.mark.parametrize("task", reference.TASKS)
+def test_backward_passes_agree_with_finite_differences(task):
+    weights = {k: v.astype(np.float64) for k, v in reference.parity_weights(task).items()}
+    if task == "CNN":  # an 8×8 image: dense1 sees 100·2·2 inputs
+        weights["dense1/kernel"] = weights["dense1/kernel"][:400]
+    x, labels = small_inputs(task)
+    gradients = {"CNN": numpy_models.cnn_gradients, "RNN": numpy_models.gru_gradients,
+                 "FCN5": numpy_models.fcn5_gradients}[task]
+    _, grads = gradients(weights, x, labels)
+
+    def loss(w):
+        return gradients(w, x, labels)[0]
+
+    rng = np.random.default_rng(1)
+    names = [name for name in weights if name != "embedding/embeddings"]
+    if task == "RNN":
+        names.append("embedding/embeddings")
+    for name in names:
+        index = tuple(rng.integers(0, size) for size in weights[name].shape)
+        if name == "embedding/embeddings":
+            index = (int(x[0, -1]), 3)  # a row the batch uses
+        assert grads[name][index] == pytest.approx(numeric_gradient(loss, weights, name, index), rel=1e-4, abs=1e-9), name
+
+
+def test_initial_weights_are_glorot_with_zero_biases_and_the_2018_parameter_count():
+    weights = reference.initial_weights("CNN")
+    assert weights["conv1/kernel"].shape == (3, 3, 3, 50) and weights["dense1/kernel"].shape == (6400, 512)
     limit = np.sqrt(6 / (9 * 3 + 9 * 50))
-    assert np.abs(weights["conv1/kernel"]).max() <= limit
-    assert np.abs(weights["conv1/kernel"]).max() > 0.9 * limit
+    assert 0.9 * limit < np.abs(weights["conv1/kernel"]).max() <= limit
     assert all(not weights[f"{layer}/bias"].any() for layer in reference.CNN_LAYERS)
-    np.testing.assert_array_equal(weights["conv3/kernel"], reference.cnn_weights()["conv3/kernel"])
     assert sum(w.size for w in weights.values()) == 3441592  # the 2018 model's parameter count
+    gru = reference.initial_weights("RNN")
+    np.testing.assert_allclose(gru["gru/U_z"] @ gru["gru/U_z"].T, np.eye(100), atol=1e-5)
+    assert reference.initial_weights("FCN5")["dense2/kernel"].shape == (2048, 4096)
+    np.testing.assert_array_equal(weights["conv3/kernel"], reference.initial_weights("CNN")["conv3/kernel"])
 
 
-def test_gru_reference_equals_a_hand_unrolled_step():
-    weights = reference.gru_weights()
-    tokens = np.array([[0, 5, 7]])
-    logits = reference.gru_forward(weights, tokens)
-    w = {k: v.astype(np.float64) for k, v in weights.items()}
-    sigmoid = lambda v: 1 / (1 + np.exp(-v))
-    h = np.zeros(100)
-    for token in tokens[0]:
-        x = w["embedding/embeddings"][token]
-        r = sigmoid(x @ w["gru/W_r"] + h @ w["gru/U_r"])
-        z = sigmoid(x @ w["gru/W_z"] + h @ w["gru/U_z"])
-        n = np.tanh(x @ w["gru/W_n"] + r * (h @ w["gru/U_n"]))
-        h = (1 - z) * n + z * h
-    np.testing.assert_allclose(logits[0], h @ w["dense/kernel"], atol=1e-12)
+def test_parity_weights_have_nonzero_biases_everywhere_and_the_same_kernels():
+    for task in reference.TASKS:
+        start, parity = reference.initial_weights(task), reference.parity_weights(task)
+        for name in start:
+            is_bias = name.endswith("bias") or name.split("/")[1][:2] in ("b_", "c_")
+            assert (np.abs(parity[name]) > 0).all() if is_bias else np.array_equal(parity[name], start[name]), name
 
 
-def test_parity_batches_are_fixed_and_padded():
-    images = reference.parity_batch("CNN")
+def test_parity_batches_are_fixed_labelled_and_padded():
+    images, labels = reference.parity_batch("CNN")
     assert images.shape == (reference.PARITY_BATCH_SIZE, 3, 32, 32) and images.dtype == np.float32
-    tokens = reference.parity_batch("RNN")
+    assert labels.dtype == np.int64 and len(set(labels)) == reference.PARITY_BATCH_SIZE
+    tokens, _ = reference.parity_batch("RNN")
     assert tokens.shape == (reference.PARITY_BATCH_SIZE, 150) and tokens[-1, 0] == 0
-    np.testing.assert_array_equal(tokens, reference.parity_batch("RNN"))
-
-
-def test_parity_error_measures_the_difference_and_checks_the_shape():
-    expected = reference.reference_logits("RNN")
-    assert reference.parity_error("RNN", expected) == 0.0
-    shifted = expected.copy()
-    shifted[3, 1] += 0.5
-    assert reference.parity_error("RNN", shifted) == pytest.approx(0.5)
-    with pytest.raises(ValueError, match="shape"):
-        reference.parity_error("RNN", expected[:2])
+    np.testing.assert_array_equal(tokens, reference.parity_batch("RNN")[0])
     with pytest.raises(ValueError, match="valid"):
-        reference.parity_batch("FCN5")
+        reference.parity_batch("Inference")
+
+
+def steps_with(task, weights, optimiser=None):
+    """The reference's PARITY_STEPS in float64 from `weights`, optionally with another optimiser."""
+    x, labels = reference.parity_batch(task)
+    gradients = reference._GRADIENTS[task]
+    weights = {k: v.astype(np.float64) for k, v in weights.items()}
+    state, losses = {}, []
+    for _ in range(reference.PARITY_STEPS):
+        loss, grads = gradients(weights, x, labels)
+        losses.append(loss)
+        (optimiser or (lambda w, g, s: reference.optimiser_step(task, w, g, s)))(weights, grads, state)
+    return losses, reference._FORWARD[task](weights, x)
+
+
+def test_the_reference_passes_its_own_check_and_float32_is_far_inside_the_bound():
+    for task in reference.TASKS:
+        losses, logits = reference.reference_training(task)
+        assert reference.train_parity_error(task, losses, logits) == 0.0
+        losses32, logits32 = reference._reference_training(task, "float32")
+        assert reference.train_parity_error(task, losses32, logits32) < reference.TRAIN_PARITY_TOLERANCE[task] / 10
+
+
+@pytest.mark.parametrize("task, name", [("CNN", "conv2/bias"), ("CNN", "dense1/bias"), ("RNN", "gru/b_z"),
+                                        ("RNN", "gru/c_n"), ("RNN", "gru/c_r"), ("FCN5", "dense2/bias")])
+def test_a_wrong_bias_mapping_fails_parity(task, name):
+    weights = reference.parity_weights(task)
+    swapped = weights[name].copy()
+    swapped[[0, 1]] = swapped[[1, 0]]
+    weights[name] = swapped
+    assert reference.train_parity_error(task, *steps_with(task, weights)) > reference.TRAIN_PARITY_TOLERANCE[task]
+
+
+def test_the_candidates_recurrent_bias_outside_the_reset_product_fails_parity():
+    """The `reset_after=False`-style mistake: c_n added outside r * (h U_n)."""
+    weights = reference.parity_weights("RNN")
+    moved = dict(weights, **{"gru/b_n": weights["gru/b_n"] + weights["gru/c_n"],
+                             "gru/c_n": np.zeros_like(weights["gru/c_n"])})
+    assert reference.train_parity_error("RNN", *steps_with("RNN", moved)) > reference.TRAIN_PARITY_TOLERANCE["RNN"]
+
+
+def test_a_wrong_optimiser_fails_parity():
+    params = reference.get_params("CNN")
+    no_momentum = lambda w, g, s: numpy_models.sgd(w, g, s, params["learning_rate"], 0.0)
+    assert reference.train_parity_error("CNN", *steps_with("CNN", reference.parity_weights("CNN"), no_momentum)) > 1e-2
+    rnn = reference.get_params("RNN")
+    sgd_not_adam = lambda w, g, s: numpy_models.sgd(w, g, s, rnn["learning_rate"])
+    assert reference.train_parity_error("RNN", *steps_with("RNN", reference.parity_weights("RNN"), sgd_not_adam)) > 1e-3
+
+
+def test_train_parity_checks_shapes_and_records_its_bound():
+    losses, logits = reference.reference_training("RNN")
+    checks = reference.train_parity("RNN", losses + 1e-5, logits)
+    assert checks["train_parity_max_abs_error"] == pytest.approx(1e-5)
+    assert checks["train_parity_tolerance"] == reference.TRAIN_PARITY_TOLERANCE["RNN"]
+    with pytest.raises(ValueError, match="step losses"):
+        reference.train_parity_error("RNN", losses[:2], logits)
+    with pytest.raises(ValueError, match="shape"):
+        reference.train_parity_error("RNN", losses, logits[:2])

@@ -8,6 +8,13 @@ CPU = {"cpu_model": "Test CPU", "cpu_cores": 2, "gpu_count": 0}
 GPU = {"cpu_model": "Test CPU", "cpu_cores": 16, "gpu_name": "NVIDIA H200", "gpu_count": 1}
 
 
+CHECKS = {
+    "CNN": {"train_parity_max_abs_error": 1e-7, "train_parity_tolerance": 1e-3, "quality_target": 0.6},
+    "RNN": {"train_parity_max_abs_error": 1e-7, "train_parity_tolerance": 1e-4, "quality_target": 0.6},
+    "Inference": {"feature_max_abs_error": 1e-5, "feature_tolerance": 1e-3, "known_photos_correct": True},
+}
+
+
 def record(task="CNN", framework="pytorch", profile="quick", hardware=CPU, data="real",
            started_at="2026-11-29T10:00:00+00:00", **changes):
     metrics = {"CNN": {"images_per_second": 300.0, "train_seconds": 60.0, "test_accuracy": 0.7,
@@ -17,7 +24,7 @@ def record(task="CNN", framework="pytorch", profile="quick", hardware=CPU, data=
                "Inference": {"images_per_second": 20.0, "seconds_per_1000_images": 50.0}}[task]
     fields = dict(framework=framework, task=task, profile=profile, data=data, hardware=hardware,
                   versions={}, params={"n_classes": 10 if task == "CNN" else 2}, metrics=metrics,
-                  checks={"parity_max_abs_error": 1e-7, "parity_tolerance": 1e-4},
+                  checks=CHECKS[task],
                   started_at=started_at)
     run_id = changes.pop("run_id", None)
     fields.update(changes)
@@ -32,7 +39,11 @@ def record(task="CNN", framework="pytorch", profile="quick", hardware=CPU, data=
     ({"metrics": {"images_per_second": 300.0, "test_accuracy": 0.7, "epoch_losses": [2.0, "nan"]}}, "loss NaN"),
     ({"metrics": {"images_per_second": 300.0, "test_accuracy": 0.7, "epoch_losses": [1.0, 1.2]}}, "did not decrease"),
     ({"metrics": {"images_per_second": 300.0, "test_accuracy": 0.11, "epoch_losses": [2.0, 1.0]}}, "chance"),
-    ({"checks": {"parity_max_abs_error": 0.01, "parity_tolerance": 1e-4}}, "parity"),
+    ({"checks": dict(CHECKS["CNN"], train_parity_max_abs_error=0.01)}, "train_parity error 0.01"),
+    ({"checks": dict(CHECKS["CNN"], quality_target=0.75)}, "accuracy 0.7 below target 0.75"),
+    ({"checks": {"quality_target": 0.6}}, "no train_parity_max_abs_error check"),
+    ({"checks": {"train_parity_max_abs_error": 1e-7, "train_parity_tolerance": 1e-3}}, "no quality_target check"),
+    ({"checks": dict(CHECKS["CNN"], train_parity_tolerance=None)}, "train_parity error"),
     ({"status": "failed", "reason": "Traceback\nZeroDivisionError: division by zero"}, "failed: ZeroDivisionError"),
     ({"metrics": {"test_accuracy": 0.7, "epoch_losses": [2.0, 1.0]}}, "no images_per_second"),
 ])
@@ -50,8 +61,11 @@ def test_a_valid_run_shows_its_figures_and_links_its_notebook():
 
 
 def test_known_photo_misclassified_invalidates_inference():
-    bad = record(task="Inference", checks={"known_photos_correct": False})
+    bad = record(task="Inference", checks=dict(CHECKS["Inference"], known_photos_correct=False))
     assert report.validity(bad)[0] is False
+    far = record(task="Inference", checks=dict(CHECKS["Inference"], feature_max_abs_error=0.1))
+    assert report.validity(far) == (False, "invalid: feature error 0.1")
+    assert "no feature_max_abs_error" in report.validity(record(task="Inference", checks={"known_photos_correct": True}))[1]
 
 
 def test_tables_group_by_hardware_and_never_mix_real_and_synthetic_or_show_smoke():
@@ -148,3 +162,42 @@ def test_two_cpus_of_one_name_never_share_a_column():
     titles = sorted(report.column_title(column) for _, column in cells)
     assert titles == ["AMD EPYC (family 23 model 49, AVX2, 2 cores)<br>quick profile, real data",
                       "AMD EPYC (family 25 model 17, AVX-512 BF16, 2 cores)<br>quick profile, real data"]
+
+
+def test_columns_never_mix_data_sets_or_thread_counts():
+    fashion = "Fashion-MNIST, Debian dataset-fashion-mnist IDX files, 28×28 grey padded to 32×32"
+    two = dict(CPU, threads_pinned=2)
+    cells = report.latest_by_cell([
+        record(hardware=two, data_source=fashion),
+        record(hardware=two, data_source="CIFAR-10, canonical tarball"),
+        record(hardware=dict(CPU, threads_pinned=1), data_source=fashion),
+    ])["CNN"]
+    titles = sorted(report.column_title(column) for _, column in cells)
+    assert titles == ["Test CPU (2 cores), 1 thread<br>quick profile, Fashion-MNIST",
+                      "Test CPU (2 cores), 2 threads<br>quick profile, CIFAR-10",
+                      "Test CPU (2 cores), 2 threads<br>quick profile, Fashion-MNIST"]
+
+
+def test_cpu_speeds_are_shown_as_a_share_of_the_measured_peak():
+    from common import flops
+
+    measured = record(hardware=dict(CPU, fp32_peak_gflops=100.0))
+    expected = 100 * 300.0 * flops.flops_per_item("CNN") / 100e9
+    assert report.peak_share(measured) == pytest.approx(expected)
+    assert f"{expected:.0f} % of peak" in report.cell_text(measured)
+    assert report.peak_share(record()) is None
+    assert report.peak_share(record(hardware=dict(GPU, fp32_peak_gflops=100.0))) is None
+
+
+def test_flops_are_counted_from_the_layers():
+    """Hand counts: the CNN's four 3×3 convolutions and two dense layers; FCN5's four dense layers
+    (≈ 14.2 M multiply-adds, as DLBench states); ResNet-50 (Keras applications) ≈ 3.86 G."""
+    from common import flops
+
+    cnn = 32 * 32 * 9 * (3 * 50 + 50 * 50) + 16 * 16 * 9 * (50 * 100 + 100 * 100) + 6400 * 512 + 512 * 10
+    assert flops.cnn_multiply_adds() == cnn
+    assert flops.flops_per_item("CNN") == 2 * 3 * cnn
+    assert flops.fcn5_multiply_adds() == 784 * 2048 + 2048 * 4096 + 4096 * 1024 + 1024 * 10
+    assert flops.gru_multiply_adds() == 150 * 3 * (125 * 100 + 100 * 100) + 100 * 2
+    assert flops.resnet50_multiply_adds() == pytest.approx(3.86e9, rel=0.01)
+    assert flops.flops_per_item("Inference") == 2 * flops.resnet50_multiply_adds()

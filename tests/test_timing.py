@@ -24,13 +24,45 @@ def test_warmup_is_excluded_from_the_steady_state(monkeypatch):
                 timer.step(10)
         clock.now += 100.0  # evaluation between epochs is not timed
     summary = timer.summary(unit="images")
-    assert summary["total_seconds"] == 16.0
+    assert summary["timed_seconds"] == 16.0
     assert summary["warmup_seconds"] == 10.0
     assert summary["steady_seconds"] == 6.0
     assert summary["images_per_second"] == 60 / 6.0
     assert summary["steps"] == 8 and summary["warmup_steps"] == 2
     # Synchronised when each epoch starts and ends, and once at the end of warm-up.
     assert len(syncs) == 5
+
+
+def test_steady_steps_are_cut_into_windows_with_their_own_rates(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    syncs = []
+    # 2 warm-up steps, 10 steady steps over two epochs (5 and 7 steps): 5 windows of 2 steps.
+    timer = timing.Timer(warmup_steps=2, total_steps=12, sync=lambda: syncs.append(clock.now))
+    durations = iter([5.0, 5.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 2.0, 1.0, 1.0])
+    for steps in (5, 7):
+        with timer.running():
+            for step in range(steps):
+                clock.now += next(durations)
+                timer.step(10)
+        clock.now += 100.0  # evaluation: outside every window
+    summary = timer.summary(unit="images")
+    assert timer.window_steps == 2
+    # The second window straddles the two epochs (1 s before, 2 s after the evaluation).
+    assert summary["images_per_second_windows"] == [10.0, 20 / 3.0, 10.0, 5.0, 10.0]
+    assert summary["images_per_second"] == 100 / 13.0
+    # Two syncs per epoch, one at the end of warm-up, one per window end.
+    assert len(syncs) == 4 + 1 + 5
+
+
+def test_several_steps_counted_at_once_end_the_warm_up_and_the_windows():
+    timer = timing.Timer(warmup_steps=3, total_steps=23)
+    with timer.running():
+        timer.step(40, n_steps=4)      # one execution of 4 steps ends the warm-up
+        for _ in range(5):
+            timer.step(40, n_steps=4)  # windows of 4 steps
+    assert timer.window_steps == 4 and len(timer.window_rates) == 5
+    assert timer.summary()["warmup_steps"] == 3 and timer.steady_items == 200
 
 
 def test_no_steady_state_when_everything_was_warm_up():

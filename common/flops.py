@@ -1,0 +1,67 @@
+"""Floating-point work per item of each task's model, counted from its layers, so a speed can be
+shown as a share of the machine's measured peak. One multiply-add counts as 2 FLOPs; a training
+step counts 3× its forward pass (forward, gradient of the inputs, gradient of the weights), the
+usual estimate; element-wise work (activations, pooling, the optimiser) is left out."""
+from common.params import get_params
+
+TRAINING_FACTOR = 3
+
+
+def _conv(height, width, n_in, n_out, kernel, stride=1):
+    """Multiply-adds of a 'same'-padded convolution; returns (multiply-adds, output height, width)."""
+    out_h, out_w = -(-height // stride), -(-width // stride)
+    return out_h * out_w * n_in * n_out * kernel * kernel, out_h, out_w
+
+
+def cnn_multiply_adds():
+    params = get_params("CNN")
+    channels, height, width = params["image_shape"]
+    total = 0
+    for n_in, n_out, pool in ((channels, 50, False), (50, 50, True), (50, 100, False), (100, 100, True)):
+        macs, height, width = _conv(height, width, n_in, n_out, 3)
+        total += macs
+        if pool:
+            height, width = height // 2, width // 2
+    return total + 100 * height * width * 512 + 512 * params["n_classes"]
+
+
+def gru_multiply_adds():
+    params = get_params("RNN")
+    dim, units = params["embedding_dim"], params["hidden_units"]
+    return params["sequence_length"] * 3 * (dim * units + units * units) + units * params["n_classes"]
+
+
+def resnet50_multiply_adds(size=224):
+    """Keras-applications ResNet50 (stride 2 in each stage's first 1×1 convolution), up to the
+    global average pool: the 2048 features the Inference task extracts."""
+    total, height, width = _conv(size, size, 3, 64, 7, stride=2)
+    height, width = -(-height // 2), -(-width // 2)  # 3×3 max pool, stride 2
+    n_in = 64
+    for blocks, filters, stride in ((3, 64, 1), (4, 128, 2), (6, 256, 2), (3, 512, 2)):
+        for block in range(blocks):
+            block_stride = stride if block == 0 else 1
+            macs, out_h, out_w = _conv(height, width, n_in, filters, 1, block_stride)
+            total += macs
+            total += _conv(out_h, out_w, filters, filters, 3)[0]
+            total += _conv(out_h, out_w, filters, 4 * filters, 1)[0]
+            if block == 0:  # the projection shortcut
+                total += _conv(height, width, n_in, 4 * filters, 1, block_stride)[0]
+            height, width, n_in = out_h, out_w, 4 * filters
+    return total
+
+
+def fcn5_multiply_adds():
+    sizes = get_params("FCN5")["layer_sizes"]
+    return sum(n_in * n_out for n_in, n_out in zip(sizes[:-1], sizes[1:]))
+
+
+_FORWARD = {"CNN": cnn_multiply_adds, "RNN": gru_multiply_adds, "Inference": resnet50_multiply_adds,
+            "FCN5": fcn5_multiply_adds}
+_TRAINS = {"CNN": True, "RNN": True, "Inference": False, "FCN5": True}
+
+
+def flops_per_item(task):
+    """FLOPs of one image or sequence through the task's timed work (training or inference)."""
+    if task not in _FORWARD:
+        raise ValueError(f"no FLOP count for task {task!r}; valid: {', '.join(_FORWARD)}")
+    return 2 * _FORWARD[task]() * (TRAINING_FACTOR if _TRAINS[task] else 1)
