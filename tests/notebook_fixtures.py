@@ -7,7 +7,7 @@ WRITE_RECORD = """
 from common import probe, records
 record = records.make_record(framework="pytorch", task=TASK, profile=profile, data="synthetic",
                              hardware=probe.hardware(), versions={},
-                             params={"n_classes": 2}, metrics=METRICS)
+                             params={"n_classes": 2}, metrics=METRICS, checks=CHECKS)
 records.append_record(record, record_path)
 open(records.artifact_path(record_path, "extra.txt"), "w").write("artifact")
 """
@@ -32,4 +32,5 @@ def sleeping(path, seconds=600):
 
 def recording(path, task="Inference"):
     metrics = {"images_per_second": 12.5, "seconds_per_1000_images": 80.0}
-    write_notebook(path, f"TASK = {task!r}\nMETRICS = {metrics!r}\n" + WRITE_RECORD)
+    checks = {"feature_max_abs_error": 1e-6, "feature_tolerance": 1e-3, "known_photos_correct": True}
+    write_notebook(path, f"TASK = {task!r}\nMETRICS = {metrics!r}\nCHECKS = {checks!r}\n" + WRITE_RECORD)
