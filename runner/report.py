@@ -239,6 +239,47 @@ TASK_TITLES = {
 }
 
 
+def _error_text(checks, name):
+    error, bound = _number(checks.get(f"{name}_max_abs_error")), _number(checks.get(f"{name}_tolerance"))
+    if error is None:
+        return "—"
+    return f"{error:.1e} (≤ {bound:.0e})" if bound is not None else f"{error:.1e}"
+
+
+def evidence_table(task, task_cells):
+    """What each shown figure rests on, for the newest column: accuracy against its target,
+    training or feature parity against its bound, threads pinned and read back, the spread of
+    the windows (one run) or of the repeats."""
+    columns = sorted({column for _, column in task_cells}, key=lambda c: tuple(map(str, c)))
+    if not columns:
+        return ""
+    column = max(columns, key=lambda c: max(r.get("started_at", "") for (_, k), r in task_cells.items() if k == c))
+    headline, unit = HEADLINES[task]
+    lines = [f"Checks behind the column *{column_title(column).replace('<br>', ', ')}*:", "",
+             "| framework | valid | accuracy (target) | parity error (bound) | threads pinned / read back | "
+             f"{unit}: median (min–max) |", "| --- | --- | --- | --- | --- | --- |"]
+    for (row, key), record in sorted(task_cells.items()):
+        if key != column:
+            continue
+        checks, metrics, hardware = record.get("checks", {}), record.get("metrics", {}), record.get("hardware", {})
+        valid, why = validity(record)
+        accuracy = _number(metrics.get("test_accuracy"))
+        target = _number(checks.get("quality_target"))
+        quality = "—" if accuracy is None else f"{accuracy:.3f}" + (f" ({target:.2f})" if target is not None else "")
+        parity = _error_text(checks, "train_parity") if "train_parity_max_abs_error" in checks else _error_text(checks, "feature")
+        threads = f"{hardware.get('threads_pinned', '—')} / {hardware.get('threads', '—')}"
+        spread = record.get("spread")
+        windows = [v for v in (_number(w) for w in metrics.get(f"{headline}_windows", []) or []) if v]
+        if spread:
+            rate = f"{_format(metrics[headline])} ({_format(spread['min'])}–{_format(spread['max'])}, {spread['runs']} runs)"
+        elif windows and _number(metrics.get(headline)):
+            rate = f"{_format(metrics[headline])} ({_format(min(windows))}–{_format(max(windows))}, {len(windows)} windows)"
+        else:
+            rate = "—"
+        lines.append(f"| {row} | {'yes' if valid else why.replace('|', '/')} | {quality} | {parity} | {threads} | {rate} |")
+    return "\n".join(lines)
+
+
 def results_markdown(records, plot_paths=None, link=str):
     cells = latest_by_cell(records)
     if not cells:
@@ -249,6 +290,9 @@ def results_markdown(records, plot_paths=None, link=str):
             continue
         title = TASK_TITLES[task].format(**get_params(task))
         parts.append(f"### {title}\n\n{task_table(task, cells[task], link)}")
+        evidence = evidence_table(task, cells[task])
+        if evidence:
+            parts.append(evidence)
         if plot_paths and task in plot_paths:
             parts.append(f"![{task}]({link(plot_paths[task])})")
     return "\n\n".join(parts)

@@ -201,3 +201,17 @@ def test_flops_are_counted_from_the_layers():
     assert flops.gru_multiply_adds() == 150 * 3 * (125 * 100 + 100 * 100) + 100 * 2
     assert flops.resnet50_multiply_adds() == pytest.approx(3.86e9, rel=0.01)
     assert flops.flops_per_item("Inference") == 2 * flops.resnet50_multiply_adds()
+
+
+def test_the_evidence_table_shows_what_each_figure_rests_on():
+    two = dict(CPU, threads_pinned=2, threads=2)
+    runs = [record(hardware=two, run_id="r1", started_at="2026-11-29T10:00:00+00:00",
+                   metrics={"images_per_second": rate, "test_accuracy": 0.7, "epoch_losses": [2.0, 1.0]})
+            for rate in (290.0, 300.0, 330.0)]
+    low = record(framework="tensorflow", hardware=two, metrics={"images_per_second": 500.0, "test_accuracy": 0.5,
+                                                               "epoch_losses": [2.0, 1.0],
+                                                               "images_per_second_windows": [480.0, 510.0]})
+    text = report.evidence_table("CNN", report.latest_by_cell(runs + [low])["CNN"])
+    assert "| PyTorch | yes | 0.700 (0.60) | 1.0e-07 (≤ 1e-03) | 2 / 2 | 300 (290–330, 3 runs) |" in text
+    assert "| TensorFlow | invalid: accuracy 0.5 below target 0.6 | 0.500 (0.60) |" in text
+    assert "500 (480–510, 2 windows)" in text
