@@ -192,8 +192,15 @@ def fcn5_gradients(weights, x, labels, dtype=np.float64):
     return loss, grads
 
 
-# ---- optimisers, in PyTorch's formulation (Keras' is algebraically the same for SGD and differs
-# from it for Adam only in where epsilon sits, far below float32 rounding at these steps) ----
+# ---- optimisers. SGD: PyTorch's formulation; Keras' and MXNet's (v = m·v − lr·g; w += v) are the
+# same for a constant learning rate. Adam comes in the two forms of Kingma & Ba: Algorithm 1
+# (PyTorch, optax, PaddlePaddle) adds epsilon to sqrt(v̂); the "efficient" form of their section 2
+# (TensorFlow/Keras, MXNet, Chainer, Lasagne) folds both bias corrections into the step size and
+# adds epsilon to sqrt(v), in effect a smaller epsilon. They differ only where a gradient is far
+# below epsilon — as in the embedding rows a GRU's padded early steps barely reach ----
+
+ADAM_FORMS = ("paper", "efficient")
+
 
 def sgd(weights, grads, state, learning_rate, momentum=0.0):
     """SGD with (heavy-ball) momentum: v = momentum·v + g; w -= learning_rate·v."""
@@ -203,11 +210,17 @@ def sgd(weights, grads, state, learning_rate, momentum=0.0):
         weights[name] = weights[name] - learning_rate * velocity
 
 
-def adam(weights, grads, state, learning_rate, beta_1, beta_2, epsilon):
+def adam(weights, grads, state, learning_rate, beta_1, beta_2, epsilon, form="paper"):
+    if form not in ADAM_FORMS:
+        raise ValueError(f"unknown Adam form {form!r}; valid: {', '.join(ADAM_FORMS)}")
     state["step"] = step = state.get("step", 0) + 1
     for name, gradient in grads.items():
         m = beta_1 * state.get("m/" + name, 0.0) + (1 - beta_1) * gradient
         v = beta_2 * state.get("v/" + name, 0.0) + (1 - beta_2) * gradient * gradient
         state["m/" + name], state["v/" + name] = m, v
-        m_hat, v_hat = m / (1 - beta_1 ** step), v / (1 - beta_2 ** step)
-        weights[name] = weights[name] - learning_rate * m_hat / (np.sqrt(v_hat) + epsilon)
+        if form == "paper":
+            m_hat, v_hat = m / (1 - beta_1 ** step), v / (1 - beta_2 ** step)
+            weights[name] = weights[name] - learning_rate * m_hat / (np.sqrt(v_hat) + epsilon)
+        else:
+            step_size = learning_rate * np.sqrt(1 - beta_2 ** step) / (1 - beta_1 ** step)
+            weights[name] = weights[name] - step_size * m / (np.sqrt(v) + epsilon)

@@ -155,18 +155,18 @@ _FORWARD = {"CNN": numpy_models.cnn_forward, "RNN": numpy_models.gru_forward,
             "FCN5": numpy_models.fcn5_forward}
 
 
-def optimiser_step(task, weights, grads, state):
+def optimiser_step(task, weights, grads, state, adam_form="paper"):
     """The task's optimiser (common.params) on float64 weights, in place."""
     params = get_params(task)
     if task == "RNN":
         numpy_models.adam(weights, grads, state, params["learning_rate"], params["beta_1"],
-                          params["beta_2"], params["epsilon"])
+                          params["beta_2"], params["epsilon"], adam_form)
     else:
         numpy_models.sgd(weights, grads, state, params["learning_rate"], params.get("momentum", 0.0))
 
 
 @functools.lru_cache(maxsize=None)
-def _reference_training(task, dtype_name):
+def _reference_training(task, dtype_name, adam_form="paper"):
     dtype = np.dtype(dtype_name)
     weights = {name: value.astype(dtype) for name, value in parity_weights(task).items()}
     x, labels = parity_batch(task)
@@ -174,20 +174,20 @@ def _reference_training(task, dtype_name):
     for _ in range(PARITY_STEPS):
         loss, grads = _GRADIENTS[task](weights, x, labels, dtype)
         losses.append(loss)
-        optimiser_step(task, weights, grads, state)
+        optimiser_step(task, weights, grads, state, adam_form)
     return np.array(losses), _FORWARD[task](weights, x, None, dtype)
 
 
-def reference_training(task):
+def reference_training(task, adam_form="paper"):
     """(losses of the PARITY_STEPS steps, logits after them) in float64, from the parity start."""
     _check_task(task)
-    losses, logits = _reference_training(task, "float64")
+    losses, logits = _reference_training(task, "float64", adam_form)
     return losses.copy(), logits.copy()
 
 
-def train_parity_error(task, losses, logits):
+def train_parity_error(task, losses, logits, adam_form="paper"):
     """Max abs difference of a framework's step losses and final logits against float64."""
-    expected_losses, expected_logits = reference_training(task)
+    expected_losses, expected_logits = reference_training(task, adam_form)
     losses = np.asarray(losses, dtype=np.float64).reshape(-1)
     logits = np.asarray(logits, dtype=np.float64)
     if losses.shape != expected_losses.shape:
@@ -198,9 +198,17 @@ def train_parity_error(task, losses, logits):
 
 
 def train_parity(task, losses, logits):
-    """The record's training-parity checks, printed as well."""
-    checks = {"train_parity_max_abs_error": train_parity_error(task, losses, logits),
+    """The record's training-parity checks, printed as well. For Adam (RNN) the framework's steps
+    are held to whichever of Adam's two published forms it implements (common.numpy_models: the
+    paper's Algorithm 1 or its "efficient" form), recorded as `adam_form`. On the parity batch the two
+    differ by 1.8e-4 (the embedding rows the padded steps barely reach): beyond the bound."""
+    forms = numpy_models.ADAM_FORMS if task == "RNN" else ("paper",)
+    errors = {form: train_parity_error(task, losses, logits, form) for form in forms}
+    form = min(errors, key=errors.get)
+    checks = {"train_parity_max_abs_error": errors[form],
               "train_parity_tolerance": TRAIN_PARITY_TOLERANCE[task],
               "train_parity_steps": PARITY_STEPS}
+    if task == "RNN":
+        checks["adam_form"] = form
     print("training parity:", checks)
     return checks

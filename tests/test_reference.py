@@ -164,3 +164,15 @@ def test_train_parity_checks_shapes_and_records_its_bound():
         reference.train_parity_error("RNN", losses[:2], logits)
     with pytest.raises(ValueError, match="shape"):
         reference.train_parity_error("RNN", losses, logits[:2])
+
+
+def test_both_published_adam_forms_are_recognised_and_recorded():
+    """TensorFlow/Keras, MXNet, Chainer and Lasagne implement Adam's "efficient" form, PyTorch,
+    optax and PaddlePaddle the paper's Algorithm 1: both pass, each named in the record, and they
+    differ by more than the bound, so neither passes for the other."""
+    efficient = reference.reference_training("RNN", adam_form="efficient")
+    paper = reference.reference_training("RNN")
+    assert reference.train_parity_error("RNN", *efficient) > reference.TRAIN_PARITY_TOLERANCE["RNN"]
+    assert reference.train_parity("RNN", *efficient)["adam_form"] == "efficient"
+    assert reference.train_parity("RNN", *paper)["adam_form"] == "paper"
+    assert "adam_form" not in reference.train_parity("CNN", *reference.reference_training("CNN"))
