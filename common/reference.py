@@ -40,8 +40,6 @@ PARITY_STEPS = 3
 # biases). Swapping two rows of one bias vector moves the result by 1e-3 (GRU update gate) to 0.16
 # (conv2); dropping the momentum, by 1.4 (tests/test_reference.py holds these above the bounds).
 TRAIN_PARITY_TOLERANCE = {"CNN": 1e-3, "RNN": 1e-4, "FCN5": 1e-4}
-# Max abs difference allowed between two frameworks' ResNet-50 features.
-FEATURE_TOLERANCE = 1e-3
 GRU_GATES = ("r", "z", "n")
 CNN_LAYERS = ("conv1", "conv2", "conv3", "conv4", "dense1", "dense2")
 FCN5_LAYERS = numpy_models.FCN5_LAYERS

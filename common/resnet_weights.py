@@ -196,8 +196,11 @@ RESIDUAL_GAMMA = 0.25
 def random_arrays(seed=RANDOM_SEED):
     """Deterministic stand-in weights with ResNet-50's names and shapes.
 
-    He-normal kernels (the first divided by the input scale), zero biases, identity batch norm
-    (beta 0, mean 0, variance 1) with gamma 1, except RESIDUAL_GAMMA at the end of each branch.
+    He-normal kernels (the first divided by the input scale). Every other array is random and
+    non-zero, so that a parameter loaded into the wrong place (a bias dropped, beta and the
+    moving mean swapped) changes the features: conv biases, batch-norm betas and moving means
+    uniform in ±0.2, moving variances in [0.5, 2], gammas in [0.5, 1.5] (times RESIDUAL_GAMMA at
+    the end of each branch).
     """
     rng = np.random.default_rng(seed)
     arrays = OrderedDict()
@@ -208,12 +211,12 @@ def random_arrays(seed=RANDOM_SEED):
             scale = np.sqrt(2.0 / fan_in) / (INPUT_SCALE if layer == "conv1_conv" else 1.0)
             array = rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
         elif parameter == "gamma":
-            array = np.full(shape, RESIDUAL_GAMMA if layer.endswith("_3_bn") else 1.0, np.float32)
+            array = rng.uniform(0.5, 1.5, shape) * (RESIDUAL_GAMMA if layer.endswith("_3_bn") else 1.0)
         elif parameter == "moving_variance":
-            array = np.ones(shape, dtype=np.float32)
-        else:
-            array = np.zeros(shape, dtype=np.float32)
-        arrays[name] = array
+            array = rng.uniform(0.5, 2.0, shape)
+        else:  # conv and classifier biases, beta, moving_mean
+            array = rng.uniform(-0.2, 0.2, shape)
+        arrays[name] = array.astype(np.float32)
     return dict(arrays)
 
 

@@ -87,6 +87,10 @@ def validity(record):
             return False, f"invalid: accuracy {metrics.get('test_accuracy')} below target {checks['quality_target']}"
     if checks.get("known_photos_correct") is False:
         return False, "invalid: known photo misclassified"
+    # With real weights and photos the known-photo check must have run; only a synthetic run
+    # (random weights or stand-in images, whose classes mean nothing) may record it as None.
+    if "known_photos_correct" in checks and record.get("data") == "real" and checks["known_photos_correct"] is not True:
+        return False, "invalid: known photos not checked"
     headline, _ = HEADLINES.get(record.get("task"), (None, None))
     value = _number(metrics.get(headline))
     if headline and (value is None or not math.isfinite(value) or value <= 0):

