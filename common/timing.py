@@ -4,7 +4,9 @@
   steps waits for the host (no `.item()`, no per-step metric, no syncing callback).
 - The first `warmup_steps` steps (compilation, autotuning, first-touch allocation) are timed apart
   from the steady state.
-- The steady steps are cut into WINDOWS windows; the device is synchronised at each window's end
+- The steady steps are cut into windows of (steady steps) / (WINDOWS + 1) steps, so that at least
+  WINDOWS of them close even when steps are counted several at a time and an epoch's last batch of
+  steps falls short (Keras' `steps_per_execution`); the device is synchronised at each window's end
   (a handful of syncs a run) and each window's rate is kept, so a record carries its own spread.
 
     timer = Timer(warmup_steps=params["warmup_steps"], total_steps=epochs * n_batches,
@@ -30,7 +32,7 @@ class Timer:
         self.warmup_steps = warmup_steps
         self.sync = sync or (lambda: None)
         steady = None if total_steps is None else max(1, total_steps - warmup_steps)
-        self.window_steps = None if steady is None else max(1, steady // windows)
+        self.window_steps = None if steady is None else max(1, steady // (windows + 1))
         self.steps = 0
         self.items = 0
         self.steady_items = 0

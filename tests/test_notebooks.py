@@ -85,7 +85,7 @@ def test_training_learns_to_its_target_and_matches_the_numpy_reference(smoke_rec
     assert checks["train_parity_tolerance"] == reference.TRAIN_PARITY_TOLERANCE[task]
     assert checks["train_parity_max_abs_error"] <= reference.TRAIN_PARITY_TOLERANCE[task]
     assert record["metrics"][f"{UNITS[task]}_per_second"] > 0
-    assert len(record["metrics"][f"{UNITS[task]}_per_second_windows"]) == timing.WINDOWS
+    assert len(record["metrics"][f"{UNITS[task]}_per_second_windows"]) >= timing.WINDOWS
     assert record["metrics"]["warmup_seconds"] > 0
 
 

@@ -37,8 +37,9 @@ def test_steady_steps_are_cut_into_windows_with_their_own_rates(monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(timing.time, "perf_counter", clock)
     syncs = []
-    # 2 warm-up steps, 10 steady steps over two epochs (5 and 7 steps): 5 windows of 2 steps.
-    timer = timing.Timer(warmup_steps=2, total_steps=12, sync=lambda: syncs.append(clock.now))
+    # 2 warm-up steps, 10 of the 12 steady steps planned, over two epochs (5 and 7 steps):
+    # windows of 12 // 6 = 2 steps.
+    timer = timing.Timer(warmup_steps=2, total_steps=14, sync=lambda: syncs.append(clock.now))
     durations = iter([5.0, 5.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 2.0, 1.0, 1.0])
     for steps in (5, 7):
         with timer.running():
@@ -56,11 +57,11 @@ def test_steady_steps_are_cut_into_windows_with_their_own_rates(monkeypatch):
 
 
 def test_several_steps_counted_at_once_end_the_warm_up_and_the_windows():
-    timer = timing.Timer(warmup_steps=3, total_steps=23)
+    timer = timing.Timer(warmup_steps=3, total_steps=27)
     with timer.running():
         timer.step(40, n_steps=4)      # one execution of 4 steps ends the warm-up
         for _ in range(5):
-            timer.step(40, n_steps=4)  # windows of 4 steps
+            timer.step(40, n_steps=4)  # each execution closes a window of 24 // 6 = 4 steps
     assert timer.window_steps == 4 and len(timer.window_rates) == 5
     assert timer.summary()["warmup_steps"] == 3 and timer.steady_items == 200
 
