@@ -40,6 +40,7 @@ class Timer:
         self.warmup_seconds = 0.0
         self.steady_seconds = 0.0
         self.window_rates = []
+        self.warmup_steps_done = 0  # warm-up ends after the call that reaches warmup_steps
         self._window = [0, 0, 0.0]  # steps, items, seconds of the open window
         self._start = None
         self._steady_start = None
@@ -72,6 +73,7 @@ class Timer:
         self.items += n_items
         if in_warmup:
             if self.steps >= self.warmup_steps:
+                self.warmup_steps_done = self.steps
                 self.sync()
                 now = time.perf_counter()
                 self.warmup_seconds += now - self._start
@@ -98,7 +100,7 @@ class Timer:
             "warmup_seconds": self.warmup_seconds,
             "steady_seconds": self.steady_seconds,
             "steps": self.steps,
-            "warmup_steps": min(self.warmup_steps, self.steps),
+            "warmup_steps": self.warmup_steps_done if self.warmup_steps_done else min(self.warmup_steps, self.steps),
             f"{unit}_per_second": rate,
             f"{unit}_per_second_windows": list(self.window_rates),
         }

@@ -63,7 +63,7 @@ def test_several_steps_counted_at_once_end_the_warm_up_and_the_windows():
         for _ in range(5):
             timer.step(40, n_steps=4)  # each execution closes a window of 24 // 6 = 4 steps
     assert timer.window_steps == 4 and len(timer.window_rates) == 5
-    assert timer.summary()["warmup_steps"] == 3 and timer.steady_items == 200
+    assert timer.summary()["warmup_steps"] == 4 and timer.steady_items == 200
 
 
 def test_no_steady_state_when_everything_was_warm_up():
