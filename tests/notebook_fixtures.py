@@ -13,6 +13,10 @@ open(records.artifact_path(record_path, "extra.txt"), "w").write("artifact")
 """
 
 
+# What an Inference record must carry to count (runner/report.py REQUIRED_CHECKS).
+INFERENCE_CHECKS = {"feature_max_abs_error": 1e-6, "feature_tolerance": 1e-3, "known_photos_correct": True}
+
+
 def write_notebook(path, body):
     notebook = nbformat.v4.new_notebook()
     parameters = nbformat.v4.new_code_cell(PARAMETERS)
@@ -32,5 +36,4 @@ def sleeping(path, seconds=600):
 
 def recording(path, task="Inference"):
     metrics = {"images_per_second": 12.5, "seconds_per_1000_images": 80.0}
-    checks = {"feature_max_abs_error": 1e-6, "feature_tolerance": 1e-3, "known_photos_correct": True}
-    write_notebook(path, f"TASK = {task!r}\nMETRICS = {metrics!r}\nCHECKS = {checks!r}\n" + WRITE_RECORD)
+    write_notebook(path, f"TASK = {task!r}\nMETRICS = {metrics!r}\nCHECKS = {INFERENCE_CHECKS!r}\n" + WRITE_RECORD)

@@ -158,7 +158,8 @@ def device_notebook(path, framework, task):
     body = (notebook_fixtures.WRITE_RECORD.replace('params={"n_classes": 2}', 'params={"device": device}')
             .replace('framework="pytorch"', f'framework={framework!r}').replace("task=TASK,", "task=TASK, variant=variant,"))
     assert "device}" in body and framework in body and "variant=variant" in body
-    notebook_fixtures.write_notebook(path, f"TASK = {task!r}\nMETRICS = {{'images_per_second': 3.0}}\n{body}")
+    notebook_fixtures.write_notebook(path, f"TASK = {task!r}\nMETRICS = {{'images_per_second': 3.0}}\n"
+                                           f"CHECKS = {notebook_fixtures.INFERENCE_CHECKS!r}\n{body}")
     notebook = nbformat.read(str(path), as_version=4)
     notebook.cells[0].source += 'device = "auto"\nvariant = "default"\n'
     nbformat.write(notebook, str(path))

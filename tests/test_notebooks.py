@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common import records, reference, timing
+from common import numpy_resnet, records, reference, timing
 from common.frameworks import DEFAULT_VARIANT, RUNNABLE, variants
 from common.params import quality_target
 from runner import report
@@ -18,7 +18,6 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = [(framework.name, task, variant) for framework in RUNNABLE.values()
         for task in framework.tasks for variant in variants(framework, task)]
 UNITS = {"CNN": "images", "RNN": "sequences"}
-REDUCED_PRECISION = ("bf16", "fp16", "mixed_bf16")
 
 
 def run(folder, framework, tasks, data, *extra):
@@ -50,11 +49,6 @@ def smoke_record(tmp_path_factory):
         return record
 
     return get
-
-
-def artifact(record, suffix):
-    (name,) = [name for name in record.get("artifacts", {}) if name.endswith(suffix)]
-    return np.load(ROOT / record["artifacts"][name])
 
 
 @pytest.mark.parametrize("framework, task, variant", RUNS)

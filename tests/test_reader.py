@@ -71,7 +71,7 @@ def test_sections_follow_the_skeleton_and_keep_each_notebooks_code():
     assert "rnn.GRU(" in sections["model"]["code"] and "def create_model" in sections["model"]["code"]
     assert sections["parameters"]["code"].startswith("profile = ")
     assert "def train_one_epoch" in sections["train"]["code"]
-    assert "records.append_record" in sections["record"]["code"]
+    assert "run.finish(" in sections["record"]["code"]
     assert sections["about"]["notes"] and not sections["about"]["code"]
 
 
