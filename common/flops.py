@@ -1,7 +1,9 @@
 """Floating-point work per item of each task's model, counted from its layers, so a speed can be
 shown as a share of the machine's measured peak. One multiply-add counts as 2 FLOPs; a training
 step counts 3× its forward pass (forward, gradient of the inputs, gradient of the weights), the
-usual estimate; element-wise work (activations, pooling, the optimiser) is left out."""
+usual estimate; element-wise work (activations, pooling, the optimiser) is left out. The count is
+that of direct convolution: a framework that convolves with fewer multiplications (Winograd, as
+ONNX Runtime and oneDNN may for 3×3 kernels) can show more than 100 % of the measured peak."""
 from common.params import get_params
 
 TRAINING_FACTOR = 3

@@ -141,11 +141,14 @@ def cell_text(record, link=str):
                 parts.append(pattern.format(value))
         share = peak_share(record)
         if share is not None:
-            parts.append(f"{share:.0f} % of peak" if share >= 1 else f"{share:.2g} % of peak")
+            parts.append(f"{share:.0f} % of fp32 peak" if share >= 1 else f"{share:.2g} % of fp32 peak")
         text = " · ".join(parts)
     if notebook:
         text += f" [nb]({link(notebook)})"
     return text
+
+
+REDUCED_PRECISION_VARIANTS = ("bf16", "fp16", "mixed_bf16")
 
 
 def peak_share(record):
@@ -155,7 +158,9 @@ def peak_share(record):
     peak = _number(hardware.get("fp32_peak_gflops"))
     headline, unit = HEADLINES.get(task, (None, None))
     rate = _number(record.get("metrics", {}).get(headline))
-    if hardware.get("gpu_count") or not peak or rate is None or unit not in ("img/s", "seq/s"):
+    # The peak is fp32's: a reduced-precision variant's speed is not held against it.
+    if (hardware.get("gpu_count") or not peak or rate is None or unit not in ("img/s", "seq/s")
+            or record.get("variant") in REDUCED_PRECISION_VARIANTS):
         return None
     return 100 * rate * flops_per_item(task) / (peak * 1e9)
 

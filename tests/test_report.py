@@ -184,7 +184,8 @@ def test_cpu_speeds_are_shown_as_a_share_of_the_measured_peak():
     measured = record(hardware=dict(CPU, fp32_peak_gflops=100.0))
     expected = 100 * 300.0 * flops.flops_per_item("CNN") / 100e9
     assert report.peak_share(measured) == pytest.approx(expected)
-    assert f"{expected:.0f} % of peak" in report.cell_text(measured)
+    assert f"{expected:.0f} % of fp32 peak" in report.cell_text(measured)
+    assert report.peak_share(dict(measured, variant="bf16")) is None
     assert report.peak_share(record()) is None
     assert report.peak_share(record(hardware=dict(GPU, fp32_peak_gflops=100.0))) is None
 
