@@ -266,7 +266,7 @@ def evidence_table(task, task_cells):
     headline, unit = HEADLINES[task]
     lines = [f"Checks behind the column *{column_title(column).replace('<br>', ', ')}*:", "",
              "| framework | valid | accuracy (target) | parity error (bound) | threads pinned / read back | "
-             f"{unit}: median (min–max) |", "| --- | --- | --- | --- | --- | --- |"]
+             f"{unit}: steady rate (min–max of the runs or windows) |", "| --- | --- | --- | --- | --- | --- |"]
     for (row, key), record in sorted(task_cells.items()):
         if key != column:
             continue
