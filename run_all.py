@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from common.frameworks import DEFAULT_VARIANT, FRAMEWORKS, RUNNABLE, UNAVAILABLE, notebook_name, variants
-from common.params import DATA_CHOICES, PROFILES, TASKS
+from common.params import DATA_CHOICES, PROFILES, TASKS, THREAD_SWEEP_TASKS
 
 ROOT = Path(__file__).resolve().parent
 RUNNER_ENVIRONMENT = "runner"
@@ -97,8 +97,8 @@ def parse_arguments(argv):
                              "and the spread of the N runs (default 1)")
     parser.add_argument("--threads", type=positive_number(), default=None, metavar="N",
                         help="CPU threads every framework may use, pinned before it is imported "
-                             "and read back into the record (default: every core this process "
-                             "may use)")
+                             "and read back into the record (default: the physical cores this "
+                             "process may use; FCN5 runs once per count 1, 2, 4, … up to them)")
     parser.add_argument("--resume", action="store_true",
                         help="skip framework × task pairs that already have an ok record for "
                              "this hardware, profile and data choice")
@@ -280,6 +280,19 @@ def record_identity(record):
                  ("run_id", "framework", "task", "variant", "profile", "started_at", "finished_at"))
 
 
+def executed_cells_seconds(executed):
+    """Seconds the executed notebook's cells ran (papermill's per-cell durations), or None."""
+    import json
+
+    try:
+        cells = json.loads(Path(executed).read_text())["cells"]
+    except (OSError, ValueError, KeyError):
+        return None
+    durations = [cell.get("metadata", {}).get("papermill", {}).get("duration") for cell in cells]
+    durations = [duration for duration in durations if isinstance(duration, (int, float))]
+    return sum(durations) if durations else None
+
+
 class Runner:
     def __init__(self, arguments):
         from common import probe
@@ -288,8 +301,8 @@ class Runner:
         self.results = arguments.results_dir.resolve()
         self.records_path = self.results / "records.jsonl"
         self.accelerator = arguments.accelerator
-        self.threads = arguments.threads or probe.cpu_cores()
-        self.peak_gflops = None
+        self.threads = arguments.threads or probe.physical_cores()
+        self.peak_gflops = {}  # threads: GFLOP/s
         self.hardware = probe.hardware(probe.nvidia_accelerator() if self.accelerator == "cuda" else None)
         self.hardware_label = probe.hardware_label(self.hardware)
         self.run_id = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
@@ -299,7 +312,18 @@ class Runner:
 
     # -- planning
 
+    def thread_counts(self, task):
+        """A THREAD_SWEEP_TASKS task (FCN5) runs at 1, 2, 4, … threads up to the physical cores, each
+        in a fresh kernel (most frameworks size their pools at import), unless --threads names one
+        count; every other task runs on self.threads."""
+        from common import probe
+
+        if task in THREAD_SWEEP_TASKS and not self.arguments.threads:
+            return probe.thread_sweep()
+        return [self.threads]
+
     def plan(self):
+        """(framework, task, variant, notebook, threads) of every run, in order."""
         from common import records
 
         arguments = self.arguments
@@ -310,18 +334,22 @@ class Runner:
                 notebook = arguments.notebooks_dir / notebook_name(framework, task)
                 if notebook.exists():
                     chosen = variants(framework, task) if arguments.variants == "all" else (DEFAULT_VARIANT,)
-                    planned.extend((framework, task, variant, notebook) for variant in chosen)
+                    planned.extend((framework, task, variant, notebook, threads)
+                                   for variant in chosen for threads in self.thread_counts(task))
                 elif len(arguments.tasks) < len(TASKS) or task in framework.tasks:
                     print(f"[run] {framework.title} {task}: no notebook {notebook.name}, skipped")
         if arguments.resume:
             from common.probe import hardware_label
 
-            done = {(r["framework"], r["task"], r.get("variant", DEFAULT_VARIANT))
+            # A thread sweep's runs count apart, one per thread count.
+            done = {(r["framework"], r["task"], r.get("variant", DEFAULT_VARIANT),
+                     r.get("hardware", {}).get("threads_pinned") if r["task"] in THREAD_SWEEP_TASKS else None)
                     for r in records.read_records(self.records_path)
                     if r.get("status") == "ok" and r.get("profile") == arguments.profile
                     and r.get("data_choice") == arguments.data
                     and hardware_label(r.get("hardware", {})) == self.hardware_label}
-            kept = [item for item in planned if (item[0].name, item[1], item[2]) not in done]
+            kept = [item for item in planned
+                    if (item[0].name, item[1], item[2], item[4] if item[1] in THREAD_SWEEP_TASKS else None) not in done]
             if len(kept) < len(planned):
                 print(f"[run] --resume: {len(planned) - len(kept)} already recorded, skipped")
             self.already_recorded = len(planned) - len(kept)
@@ -384,16 +412,16 @@ class Runner:
 
     # -- one notebook
 
-    def failed_record(self, framework, task, variant, reason, started_at, status="failed"):
+    def failed_record(self, framework, task, variant, threads, reason, started_at, status="failed"):
         from common import params, records
 
         return records.make_record(
             framework=framework.name, task=task, variant=variant, profile=self.arguments.profile,
-            data=None, hardware=self.hardware, versions={}, metrics={},
+            data=None, hardware=dict(self.hardware, threads_pinned=threads), versions={}, metrics={},
             params=params.get_params(task, self.arguments.profile),
             status=status, reason=reason, started_at=started_at)
 
-    def execute(self, framework, task, variant, notebook):
+    def execute(self, framework, task, variant, notebook, threads):
         """Run one notebook; return its record (ok from the notebook, or skipped/failed from here)."""
         import tempfile
         import time
@@ -401,45 +429,56 @@ class Runner:
         from common import records
 
         started_at = records.now()
-        name, executed, log_path = self.output_paths(notebook, variant)
+        name, executed, log_path = self.output_paths(notebook, variant, threads if task in THREAD_SWEEP_TASKS else None)
         why_not = self.why_not_here(framework, variant)
         if why_not:
-            record = self.failed_record(framework, task, variant, why_not, started_at, "skipped")
-            return self.finish_record(record, None, None, time.monotonic())
+            record = self.failed_record(framework, task, variant, threads, why_not, started_at, "skipped")
+            return self.finish_record(record, None, None, time.monotonic(), threads)
         began = time.monotonic()
         try:
             kernel = self.kernel_for(framework)
         except RuntimeError as error:
-            record = self.failed_record(framework, task, variant, f"environment: {error}", started_at)
-            return self.finish_record(record, None, None, began)
+            record = self.failed_record(framework, task, variant, threads, f"environment: {error}", started_at)
+            return self.finish_record(record, None, None, began, threads)
         with tempfile.TemporaryDirectory(prefix="rosetta-record-") as staging:
             record_path = Path(staging) / "record.jsonl"
             parameters = {"profile": self.arguments.profile, "data": self.arguments.data,
-                          "device": self.accelerator, "threads": self.threads,
+                          "device": self.accelerator, "threads": threads,
                           "record_path": str(record_path)}
             if variant != DEFAULT_VARIANT:
                 parameters["variant"] = variant
+            papermill_began = time.monotonic()
             try:
                 outcome = self.run_papermill(notebook, executed, kernel, parameters, log_path, staging)
             except KeyboardInterrupt:
-                record = self.failed_record(framework, task, variant, "interrupted (Ctrl-C)", started_at)
-                self.finish_record(record, executed, kernel, began)
+                record = self.failed_record(framework, task, variant, threads, "interrupted (Ctrl-C)", started_at)
+                self.finish_record(record, executed, kernel, began, threads)
                 raise
             written = records.read_records(record_path)
             artifacts = self.keep_artifacts(Path(staging), {record_path, Path(staging) / "status.json"},
                                             executed.parent, name)
+        papermill_seconds = time.monotonic() - papermill_began
         reason = self.failure_reason(outcome, written, log_path)
-        record = self.failed_record(framework, task, variant, reason, started_at) if reason else written[-1]
+        record = self.failed_record(framework, task, variant, threads, reason, started_at) if reason else written[-1]
         if artifacts:
             record["artifacts"] = artifacts
-        return self.finish_record(record, executed, kernel, began)
+        cells_seconds = executed_cells_seconds(executed)
+        if cells_seconds is not None:
+            # What the runner adds around the notebook's own cells: interpreter and papermill start,
+            # kernel launch and shutdown, writing the executed notebook.
+            record["cells_seconds"] = round(cells_seconds, 1)
+            record["runner_overhead_seconds"] = round(papermill_seconds - cells_seconds, 1)
+        return self.finish_record(record, executed, kernel, began, threads)
 
-    def output_paths(self, notebook, variant):
-        """(name, executed notebook, log) of one run: beside the others of its hardware and profile."""
+    def output_paths(self, notebook, variant, threads=None):
+        """(name, executed notebook, log) of one run: beside the others of its hardware and profile;
+        a thread sweep's runs are told apart by their thread count."""
         profile = self.arguments.profile
         out_dir = self.results / "notebooks" / slug(self.hardware_label) / profile
         out_dir.mkdir(parents=True, exist_ok=True)
         name = notebook.stem if variant == DEFAULT_VARIANT else f"{notebook.stem}.{variant}"
+        if threads is not None:
+            name += f".{threads}-threads"
         log_path = self.results / "logs" / f"{name}.{profile}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         return name, out_dir / f"{name}.ipynb", log_path
@@ -509,7 +548,7 @@ class Runner:
                 kept[path.name] = relative(destination)
         return kept
 
-    def finish_record(self, record, executed, kernel, began):
+    def finish_record(self, record, executed, kernel, began, threads):
         import time
 
         from common import records
@@ -519,24 +558,24 @@ class Runner:
                        "data_choice": self.arguments.data,
                        "repeat": self.repeat, "repeats": self.arguments.repeat,
                        "wall_seconds": round(time.monotonic() - began, 1)})
-        if self.peak_gflops and isinstance(record.get("hardware"), dict):
-            record["hardware"].setdefault("fp32_peak_gflops", self.peak_gflops)
+        if self.peak_gflops.get(threads) and isinstance(record.get("hardware"), dict):
+            record["hardware"].setdefault("fp32_peak_gflops", self.peak_gflops[threads])
         return records.append_record(record, self.records_path)
 
-    def measure_peak(self):
-        """The machine's fp32 matrix-product peak on the pinned threads, measured once per run in
-        a fresh interpreter (the thread pools of this one are already sized)."""
+    def measure_peak(self, threads):
+        """The machine's fp32 matrix-product peak on `threads` pinned threads, measured once per run
+        and thread count in a fresh interpreter (the thread pools of this one are already sized)."""
         code = ("from common import probe; import sys; probe.pin_threads(int(sys.argv[1])); "
                 "print(probe.fp32_matmul_gflops())")
-        result = subprocess.run([sys.executable, "-c", code, str(self.threads)], capture_output=True,
+        result = subprocess.run([sys.executable, "-c", code, str(threads)], capture_output=True,
                                 text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
         try:
-            self.peak_gflops = round(float(result.stdout.strip().splitlines()[-1]), 1)
+            self.peak_gflops[threads] = round(float(result.stdout.strip().splitlines()[-1]), 1)
         except (ValueError, IndexError):
             print(f"[run] fp32 peak not measured: {result.stderr.strip()[-300:]}")
             return
-        print(f"[run] fp32 matrix-product peak (numpy's BLAS) on {self.threads} thread(s): "
-              f"{self.peak_gflops} GFLOP/s")
+        print(f"[run] fp32 matrix-product peak (numpy's BLAS) on {threads} thread(s): "
+              f"{self.peak_gflops[threads]} GFLOP/s")
 
     # -- the whole run
 
@@ -560,8 +599,8 @@ class Runner:
               f"{self.arguments.data}, on {self.hardware_label} ({self.accelerator}, "
               f"{self.threads} thread(s)); records: {relative(self.records_path)}")
         self.ensure_datasets(planned)
-        if planned:
-            self.measure_peak()
+        for threads in sorted({item[4] for item in planned}):
+            self.measure_peak(threads)
         if not planned:
             if self.already_recorded:
                 print("[run] everything selected is already recorded (--resume): nothing to run")
@@ -576,13 +615,15 @@ class Runner:
         rounds = [(repeat, item) for repeat in range(1, self.arguments.repeat + 1) for item in planned]
         bar = tqdm(rounds, unit="notebook", dynamic_ncols=True)
         try:
-            for repeat, (framework, task, variant, notebook) in bar:
+            for repeat, (framework, task, variant, notebook, threads) in bar:
                 shown = "" if variant == DEFAULT_VARIANT else f" ({variant})"
+                if task in THREAD_SWEEP_TASKS:
+                    shown += f" · {threads} thread(s)"
                 if self.arguments.repeat > 1:
                     shown += f" [{repeat}/{self.arguments.repeat}]"
                 bar.set_description(f"{framework.title} {task}{shown}")
                 self.repeat = repeat
-                record = self.execute(framework, task, variant, notebook)
+                record = self.execute(framework, task, variant, notebook, threads)
                 line = self.summary_line(record)
                 if record["status"] == "failed":
                     failures.append(line)
@@ -593,6 +634,7 @@ class Runner:
         finally:
             bar.close()
             self.regenerate()
+        self.print_overhead()
         if interrupted:
             return 130
         if failures:
@@ -601,6 +643,17 @@ class Runner:
                 print("  " + line.replace("[run] ", "", 1))
             return 1
         return 0
+
+    def print_overhead(self):
+        """The runner's share of this run's wall time: what it spent around the notebooks' cells."""
+        from common import records
+
+        mine = [r for r in records.read_records(self.records_path) if r.get("run_id") == self.run_id]
+        overhead = sum(r.get("runner_overhead_seconds") or 0 for r in mine)
+        wall = sum(r.get("wall_seconds") or 0 for r in mine)
+        if wall:
+            print(f"[run] runner overhead: {overhead:.0f} s of {wall:.0f} s notebook wall time "
+                  f"({100 * overhead / wall:.1f} %: interpreter, papermill and kernel start-up around the cells)")
 
     def import_records(self, source):
         """Append another machine's records that are not here yet, copying the executed notebooks
@@ -652,6 +705,8 @@ class Runner:
         name = f"{record['framework']} {record['task']}"
         if record.get("variant", DEFAULT_VARIANT) != DEFAULT_VARIANT:
             name += f" ({record['variant']})"
+        if record["task"] in THREAD_SWEEP_TASKS:
+            name += f" on {record.get('hardware', {}).get('threads_pinned')} thread(s)"
         return f"[run] {name}: {record['status']}" + (f" · {shown}" if valid else f" · {why}")
 
     def regenerate(self):

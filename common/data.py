@@ -48,7 +48,7 @@ def _to_layout(x, layout):
 
 def load_cifar10(n_train=None, n_test=None, layout="NCHW", data="auto"):
     """CIFAR-10 as float32 in [0, 1] in `layout`, int64 labels."""
-    from common import cifar10
+    from common.loaders import cifar10
 
     return _images(cifar10.load_real, "CIFAR-10", n_train, n_test, layout, data)
 
@@ -85,7 +85,7 @@ def load_cnn_images(n_train=None, n_test=None, layout="NCHW", data="auto"):
     """The CNN task's images: CIFAR-10 where a source answers, else real Fashion-MNIST in CIFAR
     shape, else (data="auto") the synthetic stand-in. float32 in [0, 1] in `layout`, int64
     labels; `source` names the data set exactly."""
-    from common import cifar10, fashion_mnist
+    from common.loaders import cifar10, fashion_mnist
 
     def real_images():
         try:
@@ -104,7 +104,7 @@ def load_cnn_images(n_train=None, n_test=None, layout="NCHW", data="auto"):
 
 def load_imdb(n_train=None, n_test=None, vocabulary_size=30000, sequence_length=150, data="auto"):
     """IMDB as Keras-style int32 sequences (start 1, oov 2, index_from 3, 'pre' padding)."""
-    from common import imdb
+    from common.loaders import imdb
 
     real = _real_or_fallback(
         "IMDB", data, lambda: imdb.load_real(vocabulary_size=vocabulary_size,
@@ -126,7 +126,7 @@ def load_imdb(n_train=None, n_test=None, vocabulary_size=30000, sequence_length=
 
 def load_mnist(n_train=None, n_test=None, data="auto"):
     """MNIST as (N, 784) float32 in [0, 1], int64 labels."""
-    from common import mnist
+    from common.loaders import mnist
 
     real = _real_or_fallback("MNIST", data, mnist.load_real)
     if real is None:

@@ -13,23 +13,23 @@ DEFAULT_VARIANT = "default"
 # each a row of its own in the tables; `language` is the notebooks' kernel language: an R
 # notebook runs on IRkernel and reaches its environment's Python through reticulate.
 _RUNNABLE = (
-    Framework("pytorch", "PyTorch", "PyTorch", "torch", ("CNN", "Inference", "RNN"),
+    Framework("pytorch", "PyTorch", "PyTorch", "torch", ("CNN", "Inference", "RNN", "FCN5"),
               variants={"CNN": ("compiled",), "Inference": ("compiled", "bf16")}),
-    Framework("tensorflow", "TensorFlow", "Tensorflow", "tensorflow", ("CNN", "Inference", "RNN"),
+    Framework("tensorflow", "TensorFlow", "Tensorflow", "tensorflow", ("CNN", "Inference", "RNN", "FCN5"),
               variants={"CNN": ("xla",), "Inference": ("xla", "bf16")}),
-    Framework("keras_tf", "Keras 3 (TensorFlow)", "Keras_TF", "tensorflow", ("CNN", "Inference", "RNN"),
+    Framework("keras_tf", "Keras 3 (TensorFlow)", "Keras_TF", "tensorflow", ("CNN", "Inference", "RNN", "FCN5"),
               variants={"CNN": ("xla",)}),
-    Framework("keras_jax", "Keras 3 (JAX)", "Keras_JAX", "jax", ("CNN", "Inference", "RNN")),
-    Framework("keras_torch", "Keras 3 (PyTorch)", "Keras_Torch", "torch", ("CNN", "Inference", "RNN")),
-    Framework("jax_flax", "JAX + Flax NNX", "JAX_Flax", "jax", ("CNN", "Inference", "RNN"),
+    Framework("keras_jax", "Keras 3 (JAX)", "Keras_JAX", "jax", ("CNN", "Inference", "RNN", "FCN5")),
+    Framework("keras_torch", "Keras 3 (PyTorch)", "Keras_Torch", "torch", ("CNN", "Inference", "RNN", "FCN5")),
+    Framework("jax_flax", "JAX + Flax NNX", "JAX_Flax", "jax", ("CNN", "Inference", "RNN", "FCN5"),
               variants={"Inference": ("bf16",)}),
     Framework("onnxruntime", "ONNX Runtime", "ONNXRuntime", "onnxruntime", ("Inference",)),
-    Framework("gluon", "MXNet (Gluon)", "Gluon", "mxnet", ("CNN", "Inference", "RNN")),
+    Framework("gluon", "MXNet (Gluon)", "Gluon", "mxnet", ("CNN", "Inference", "RNN", "FCN5")),
     Framework("mxnet", "MXNet (Module API)", "MXNet", "mxnet", ("CNN", "Inference", "RNN")),
-    Framework("chainer", "Chainer", "Chainer", "chainer", ("CNN", "Inference", "RNN")),
-    Framework("paddle", "PaddlePaddle", "Paddle", "paddle", ("CNN", "Inference", "RNN"),
+    Framework("chainer", "Chainer", "Chainer", "chainer", ("CNN", "Inference", "RNN", "FCN5")),
+    Framework("paddle", "PaddlePaddle", "Paddle", "paddle", ("CNN", "Inference", "RNN", "FCN5"),
               variants={"CNN": ("to_static",)}),
-    Framework("lasagne", "Theano + Lasagne", "Lasagne", "theano", ("CNN", "RNN")),
+    Framework("lasagne", "Theano + Lasagne", "Lasagne", "theano", ("CNN", "RNN", "FCN5")),
     Framework("keras_theano", "Keras 2 (Theano)", "Keras_Theano", "theano", ("CNN",)),
     Framework("keras_r", "R + Python Keras 3 (TF, via reticulate)", "KerasR_TF", "tensorflow", ("CNN", "Inference", "RNN"),
               language="r"),
@@ -37,7 +37,7 @@ _RUNNABLE = (
 
 # Rows of the 2018 repository that no machine reachable today can run, with what a user would need.
 UNAVAILABLE = (
-    Framework("cntk", "CNTK", "CNTK", None, ("CNN", "Inference", "RNN"),
+    Framework("cntk", "CNTK", "CNTK", None, ("CNN", "Inference", "RNN", "FCN5"),
               "CNTK wheels exist only for CPython 2.7/3.5/3.6 (plus OpenMPI 1.10); "
               "needs such an interpreter, none is installable here"),
     Framework("keras_cntk", "Keras (CNTK)", "Keras_CNTK", None, ("CNN", "RNN"),
@@ -45,6 +45,9 @@ UNAVAILABLE = (
     Framework("caffe2", "Caffe2", "Caffe2", None, ("CNN", "Inference"),
               "removed from PyTorch; PyPI 'caffe2' is an empty 2018 placeholder, "
               "no installable build for Python 3.11"),
+    Framework("caffe", "Caffe", "Caffe", None, ("FCN5",),
+              "BVLC Caffe has no wheel for Python 3, and Debian dropped its caffe-cpu package "
+              "after Debian 11; needs an old distribution or a source build"),
     Framework("knet", "Julia (Knet)", "Knet", None, ("CNN", "Inference", "RNN"),
               "needs a Julia install; no Julia in any reachable package registry"),
 )

@@ -6,7 +6,7 @@
     checks = inference.checks(dataset, lambda images: <numpy features of predict(model, images)>, variant)
     run.finish(dataset, hardware, versions, inference.metrics(timer), checks)
 
-Images: the 20 labelled ImageNet photos of common.photos, Caffe-preprocessed, cycled to fill the
+Images: the 20 labelled ImageNet photos of common.loaders.photos, Caffe-preprocessed, cycled to fill the
 batch; where they cannot be had (or with data="synthetic"), fixed synthetic images, and the record
 says `data: synthetic`. The record's data is "real" only when weights and photos both are.
 
@@ -22,13 +22,14 @@ from collections import namedtuple
 
 import numpy as np
 
-from common import numpy_resnet, photos, resnet_weights
+from common import numpy_resnet, resnet_weights
+from common.loaders import photos
 from common.data_choice import DataUnavailable, check_choice
 
 PARITY_IMAGES = 2
 TOP_K = 5
 LAYOUTS = ("NHWC", "NCHW")
-SYNTHETIC_IMAGES_SOURCE = "synthetic images (smooth random colour fields of common.photos.fixed_images)"
+SYNTHETIC_IMAGES_SOURCE = "synthetic images (smooth random colour fields of common.loaders.photos.fixed_images)"
 
 InferenceData = namedtuple(
     "InferenceData", "x_test images names classes weights layout batch_size data source skipped")

@@ -6,13 +6,13 @@ name it: a 7×7 stride-2 convolution after 3 pixels of zero padding, max pool 3�
 the first 1×1 and on the projection shortcut of a stage's first block), biases on every
 convolution, batch norm in inference form (moving statistics, epsilon = params["bn_epsilon"]),
 then the global average pool: 2048 features per image. Images are NHWC, Caffe-preprocessed
-(common.photos.preprocess_caffe). Convolutions are im2col + one matmul each.
+(common.loaders.photos.preprocess_caffe). Convolutions are im2col + one matmul each.
 """
 import hashlib
 
 import numpy as np
 
-from common import sources
+from common.loaders import sources
 from common.params import get_params
 from common.resnet_weights import FOLDER, STAGES
 

@@ -4,6 +4,7 @@ import os
 import platform
 import shutil
 import subprocess
+from pathlib import Path
 
 
 def cpu_info():
@@ -48,6 +49,31 @@ def cpu_cores():
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count()
+
+
+def physical_cores():
+    """Physical cores among those this process may use (hyper-threads of one core count once), from
+    the kernel's topology files; the usable count where those are missing."""
+    usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    cores = set()
+    for cpu in usable:
+        topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            cores.add(((topology / "physical_package_id").read_text().strip(),
+                       (topology / "core_id").read_text().strip()))
+        except OSError:
+            return len(usable)
+    return len(cores) or len(usable)
+
+
+def thread_sweep(cores=None):
+    """1, 2, 4, … up to the physical cores, and the core count itself when it is no power of two."""
+    cores = cores or physical_cores()
+    counts, count = [], 1
+    while count < cores:
+        counts.append(count)
+        count *= 2
+    return counts + [cores]
 
 
 # What pins a framework's CPU threads before it is imported (most size their pools at import):

@@ -24,6 +24,7 @@ Framework-neutral layout (Keras' own, which most frameworks are one transpose aw
   FCN5          dense1..dense4, sigmoid after the first three.
 """
 import functools
+import os
 
 import numpy as np
 
@@ -209,4 +210,67 @@ def train_parity(task, losses, logits):
     if task == "RNN":
         checks["adam_form"] = form
     print("training parity:", checks)
+    return checks
+
+
+# ---- FCN5's whole training run. FCN5 has no dropout: from initial_weights, in common.batches'
+# order, every framework's run is one and the same up to float rounding, so its epoch-mean losses
+# are held to the same run in float32 numpy. This is FCN5's quality check: at DLBench's
+# hyper-parameters (sigmoid, plain SGD at lr 0.05, batch 1024) the network sits on the sigmoid
+# plateau for the profiles' steps (test accuracy 0.10 and loss 2.31 after 117 steps, measured with
+# PyTorch), so no accuracy target tells a correct run from a broken one; the trajectory does. ----
+
+TRAJECTORY_TASKS = ("FCN5",)
+# Max abs difference of the epoch-mean training losses against the float32 numpy run: 3e-8 to
+# 9e-7 in every framework's smoke run (32 steps); a learning rate off by 10 % moves them by more
+# than the bound (tests/test_reference.py).
+TRAIN_TRAJECTORY_TOLERANCE = 1e-4
+
+
+def training_trajectory(task, params, dataset):
+    """The epoch-mean training losses of the whole run in float32 numpy, from initial_weights over
+    common.batches' order on `dataset`'s training set; cached in the data cache under a digest of
+    everything they depend on (the first notebook of a run computes them, the others read them)."""
+    import hashlib
+    import json
+
+    from common import batches
+    from common.paths import data_cache
+
+    if task not in TRAJECTORY_TASKS:
+        raise ValueError(f"no training trajectory for {task!r}; valid: {', '.join(TRAJECTORY_TASKS)}")
+    x, y = np.ascontiguousarray(dataset.x_train, np.float32), np.ascontiguousarray(dataset.y_train, np.int64)
+    digest = hashlib.sha256(repr((task, SEED, batches.SEED, params["epochs"], params["batch_size"],
+                                  params["learning_rate"], params["layer_sizes"])).encode())
+    digest.update(x.tobytes())
+    digest.update(y.tobytes())
+    path = data_cache() / "trajectories" / f"{task}-{digest.hexdigest()[:20]}.json"
+    if path.exists():
+        return json.loads(path.read_text())["epoch_losses"]
+    weights = {name: value.astype(np.float32) for name, value in initial_weights(task).items()}
+    epoch_losses = []
+    for epoch in range(params["epochs"]):
+        losses = []
+        for index in batches.epoch_batches(len(x), params["batch_size"], epoch):
+            loss, grads = _GRADIENTS[task](weights, x[index], y[index], np.float32)
+            numpy_models.sgd(weights, grads, {}, params["learning_rate"])
+            losses.append(float(loss))
+        epoch_losses.append(float(np.mean(losses)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_suffix(f".{os.getpid()}.tmp")
+    staging.write_text(json.dumps({"epoch_losses": epoch_losses}))
+    staging.replace(path)  # atomic: two notebooks computing at once write the same file
+    return epoch_losses
+
+
+def train_trajectory(task, params, dataset, epoch_losses):
+    """The record's trajectory checks, printed as well: the notebook's epoch-mean training losses
+    against the float32 numpy run of the same training."""
+    expected = training_trajectory(task, params, dataset)
+    if len(epoch_losses) != len(expected):
+        raise ValueError(f"{len(epoch_losses)} epoch losses, expected {len(expected)}")
+    error = float(np.abs(np.asarray(epoch_losses, dtype=np.float64) - np.asarray(expected)).max())
+    checks = {"train_trajectory_max_abs_error": error, "train_trajectory_tolerance": TRAIN_TRAJECTORY_TOLERANCE,
+              "reference_epoch_losses": expected}
+    print("training trajectory:", checks)
     return checks

@@ -12,7 +12,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
-from common import sources
+from common.loaders import sources
 from common.data_choice import DataUnavailable, check_choice
 
 FOLDER = "resnet50"

@@ -2,7 +2,8 @@
 because only the runner's environment draws plots; notebooks never import this module."""
 from pathlib import Path
 
-from runner.report import HEADLINES, column_title, latest_by_cell, row_title, validity
+from runner.report import (HEADLINES, SWEEP_TASKS, column_title, latest_by_cell, row_title, sweep_groups,
+                           validity)
 
 
 def plot_tasks(records, out_dir):
@@ -19,6 +20,9 @@ def plot_tasks(records, out_dir):
         metric, unit = HEADLINES[task]
         valid = {key: record for key, record in cells.items() if validity(record)[0]}
         if not valid:
+            continue
+        if task in SWEEP_TASKS:
+            written[task] = plot_sweep(plt, task, valid, out_dir)
             continue
         rows = sorted({row for row, _ in valid})
         columns = sorted({column for _, column in valid})
@@ -47,3 +51,32 @@ def plot_tasks(records, out_dir):
         plt.close(figure)
         written[task] = path
     return written
+
+
+def plot_sweep(plt, task, valid, out_dir):
+    """Threads on x, milliseconds per mini-batch on a log y, a line per framework (and machine,
+    profile and data set, when the records hold several)."""
+    groups = sweep_groups(valid)
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    all_threads = set()
+    for (hardware, profile, data), by_threads in sorted(groups.items(), key=lambda item: tuple(map(str, item[0]))):
+        rows = sorted({row for cells in by_threads.values() for row in cells})
+        for row in rows:
+            points = sorted((threads, 1000 * float(cells[row]["metrics"]["seconds_per_step"]))
+                            for threads, cells in by_threads.items() if row in cells and threads)
+            all_threads.update(threads for threads, _ in points)
+            label = row if len(groups) == 1 else f"{row} ({hardware}, {profile}, {data})"
+            axes.plot([t for t, _ in points], [ms for _, ms in points], marker="o", label=label)
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    axes.set_xticks(sorted(all_threads))
+    axes.set_xticklabels([str(t) for t in sorted(all_threads)])
+    axes.set_xlabel("CPU threads")
+    axes.set_ylabel("ms per training mini-batch (lower is better)")
+    axes.set_title(f"{task}: time per mini-batch by thread count")
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    path = Path(out_dir) / f"{task}.png"
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path

@@ -17,7 +17,7 @@ import re
 
 from common.params import TASKS
 from common.params import get_params
-from runner.report import TASK_TITLES, cell_text, latest_by_cell, validity
+from runner.report import SWEEP_TASKS, TASK_TITLES, cell_text, latest_by_cell, sweep_cell, validity
 
 ASSETS = Path(__file__).resolve().parent / "reader_assets"
 DEFAULT_COLUMNS = ("pytorch", "tensorflow")
@@ -128,7 +128,11 @@ def figure_text(table_cells, task, framework):
     valid, why = validity(record)
     if not valid:
         return why, record
-    text = cell_text(dict(record, notebook=None)).replace("**", "")
+    if task in SWEEP_TASKS:
+        threads = record.get("hardware", {}).get("threads_pinned")
+        text = sweep_cell(dict(record, notebook=None)).replace("**", "") + f" on {threads} thread(s)"
+    else:
+        text = cell_text(dict(record, notebook=None)).replace("**", "")
     return text + ("" if record.get("spread") else " (1 run)"), record
 
 

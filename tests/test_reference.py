@@ -176,3 +176,23 @@ def test_both_published_adam_forms_are_recognised_and_recorded():
     assert reference.train_parity("RNN", *efficient)["adam_form"] == "efficient"
     assert reference.train_parity("RNN", *paper)["adam_form"] == "paper"
     assert "adam_form" not in reference.train_parity("CNN", *reference.reference_training("CNN"))
+
+
+def test_fcn5_training_trajectory_is_cached_and_tells_a_wrong_learning_rate(tmp_path, monkeypatch):
+    """FCN5's quality check: the whole run's epoch-mean losses against float32 numpy's (cached in
+    the data cache); the same run passes exactly, a learning rate 10 % off fails the bound."""
+    from common import data
+    from common.params import get_params
+
+    monkeypatch.setenv("ROSETTA_CACHE", str(tmp_path))
+    dataset = data.load_mnist(64, 16, data="synthetic")
+    params = dict(get_params("FCN5", "smoke"), batch_size=16, epochs=2)
+    expected = reference.training_trajectory("FCN5", params, dataset)
+    assert len(expected) == 2 and len(list(tmp_path.rglob("FCN5-*.json"))) == 1
+    assert reference.training_trajectory("FCN5", params, dataset) == expected  # read from the cache
+    assert reference.train_trajectory("FCN5", params, dataset, expected)["train_trajectory_max_abs_error"] == 0
+    wrong = reference.training_trajectory("FCN5", dict(params, learning_rate=0.055), dataset)
+    error = reference.train_trajectory("FCN5", params, dataset, wrong)["train_trajectory_max_abs_error"]
+    assert error > reference.TRAIN_TRAJECTORY_TOLERANCE
+    with pytest.raises(ValueError, match="no training trajectory"):
+        reference.training_trajectory("CNN", params, dataset)

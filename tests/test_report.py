@@ -12,6 +12,8 @@ CHECKS = {
     "CNN": {"train_parity_max_abs_error": 1e-7, "train_parity_tolerance": 1e-3, "quality_target": 0.6},
     "RNN": {"train_parity_max_abs_error": 1e-7, "train_parity_tolerance": 1e-4, "quality_target": 0.6},
     "Inference": {"feature_max_abs_error": 1e-5, "feature_tolerance": 1e-3, "known_photos_correct": True},
+    "FCN5": {"train_parity_max_abs_error": 1e-6, "train_parity_tolerance": 1e-4,
+             "train_trajectory_max_abs_error": 2e-5, "train_trajectory_tolerance": 1e-4},
 }
 
 
@@ -21,9 +23,13 @@ def record(task="CNN", framework="pytorch", profile="quick", hardware=CPU, data=
                        "epoch_losses": [2.0, 1.0]},
                "RNN": {"sequences_per_second": 700.0, "train_seconds": 30.0, "test_accuracy": 0.85,
                        "epoch_losses": [0.6, 0.4]},
-               "Inference": {"images_per_second": 20.0, "seconds_per_1000_images": 50.0}}[task]
+               "Inference": {"images_per_second": 20.0, "seconds_per_1000_images": 50.0},
+               "FCN5": {"seconds_per_step": 0.5, "forward_seconds_per_step": 0.2, "test_accuracy": 0.1,
+                        "epoch_losses": [2.3]}}[task]
     fields = dict(framework=framework, task=task, profile=profile, data=data, hardware=hardware,
-                  versions={}, params={"n_classes": 10 if task == "CNN" else 2}, metrics=metrics,
+                  versions={}, params=({"layer_sizes": [784, 2048, 4096, 1024, 10], "batch_size": 1024} if task == "FCN5"
+                          else {"n_classes": 10 if task == "CNN" else 2}),
+                  metrics=metrics,
                   checks=CHECKS[task],
                   started_at=started_at)
     run_id = changes.pop("run_id", None)
@@ -216,3 +222,43 @@ def test_the_evidence_table_shows_what_each_figure_rests_on():
     assert "| PyTorch | yes | 0.700 (0.60) | 1.0e-07 (≤ 1e-03) | 2 / 2 | 300 (290–330, 3 runs) |" in text
     assert "| TensorFlow | invalid: accuracy 0.5 below target 0.6 | 0.500 (0.60) |" in text
     assert "500 (480–510, 2 windows)" in text
+
+
+def test_fcn5_is_one_table_per_machine_with_a_column_per_thread_count(tmp_path):
+    """The thread sweep: rows are frameworks, columns thread counts; each cell the median ms per
+    training mini-batch, forward-only ms, the GFLOP/s that achieves and its share of the peak
+    measured at that thread count; the rows that cannot run say why; the plot is drawn."""
+    from common import flops
+    from runner import plots
+
+    def sweep(framework, threads, seconds, peak):
+        hardware = dict(CPU, threads_pinned=threads, threads=threads, fp32_peak_gflops=peak)
+        return record(task="FCN5", framework=framework, hardware=hardware,
+                      metrics={"seconds_per_step": seconds, "forward_seconds_per_step": seconds / 3,
+                               "seconds_per_step_windows": [seconds, seconds * 1.1],
+                               "test_accuracy": 0.1, "epoch_losses": [2.3]})
+
+    # FCN5 sits at chance accuracy at DLBench's settings: its quality check is the whole run's
+    # losses against numpy's, which must be there and within its bound.
+    assert report.validity(record(task="FCN5")) == (True, "")
+    assert report.validity(record(task="FCN5", checks=dict(CHECKS["FCN5"], train_trajectory_max_abs_error=0.01))) == (
+        False, "invalid: train_trajectory error 0.01")
+    assert report.validity(record(task="FCN5", checks={"train_parity_max_abs_error": 1e-6, "train_parity_tolerance": 1e-4})) == (
+        False, "invalid: no train_trajectory_max_abs_error check")
+    written = [sweep("pytorch", 1, 1.0, 100.0), sweep("pytorch", 2, 0.5, 200.0), sweep("tensorflow", 1, 2.0, 100.0),
+               sweep("tensorflow", 2, 1.0, 200.0) | {"checks": dict(CHECKS["FCN5"], train_parity_max_abs_error=1.0)}]
+    markdown = report.results_markdown(written)
+    gflops = 1024 * flops.flops_per_item("FCN5") / 1e9  # one mini-batch per second
+    assert "| framework | 1 thread | 2 threads |" in markdown
+    row = next(line for line in markdown.splitlines() if line.startswith("| PyTorch |"))
+    assert f"**1000 ms** · forward 333 ms · {report._format(gflops)} GFLOP/s · {gflops:.0f} % of peak" in row
+    assert f"**500 ms** · forward 167 ms · {report._format(2 * gflops)} GFLOP/s · {gflops:.0f} % of peak" in row
+    tensorflow = next(line for line in markdown.splitlines() if line.startswith("| TensorFlow |"))
+    assert "invalid: train_parity error 1.0" in tensorflow
+    assert "| Caffe | cannot run here:" in markdown and "| CNTK | cannot run here:" in markdown
+    # The evidence table covers every thread count of the machine.
+    quality = "0.100; whole run vs numpy 2.0e-05 (≤ 1e-04)"
+    assert f"| PyTorch | yes | {quality} | 1.0e-06 (≤ 1e-04) | 1 / 1 | 1000 ms (1000 ms–1100 ms, 2 batches) |" in markdown
+    assert f"| PyTorch | yes | {quality} | 1.0e-06 (≤ 1e-04) | 2 / 2 | 500 ms (500 ms–550 ms, 2 batches) |" in markdown
+    paths = plots.plot_tasks(written, tmp_path)
+    assert paths["FCN5"].read_bytes().startswith(b"\x89PNG")

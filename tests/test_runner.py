@@ -89,6 +89,9 @@ def test_a_failing_and_a_hanging_notebook_are_recorded_and_the_run_goes_on(fault
     assert by_task["RNN"]["wall_seconds"] < 60
     ok = by_task["Inference"]
     assert ok["status"] == "ok" and ok["metrics"]["images_per_second"] == 12.5
+    # The runner's own time around the cells is measured: kernel start-up and the rest.
+    assert 0 < ok["runner_overhead_seconds"] <= ok["wall_seconds"] and ok["cells_seconds"] >= 0
+    assert "[run] runner overhead:" in result.stdout
     assert (ROOT / ok["notebook"]).exists() if not Path(ok["notebook"]).is_absolute() else Path(ok["notebook"]).exists()
     assert Path(ok["artifacts"]["extra.txt"]).name == "PyTorch_Inference.extra.txt"
     assert (ROOT / ok["artifacts"]["extra.txt"]).read_text() == "artifact"
@@ -163,3 +166,36 @@ def test_repeat_runs_each_notebook_in_rounds_and_the_table_shows_the_spread(faul
 def test_repeat_must_be_a_positive_count(tmp_path):
     result = run_all("--repeat", "0", "--results-dir", str(tmp_path), timeout=60)
     assert result.returncode == 2 and "must be a positive number, not 0" in result.stderr
+
+
+def test_the_thread_sweep_counts_powers_of_two_up_to_the_physical_cores():
+    from common import probe
+
+    assert probe.thread_sweep(1) == [1]
+    assert probe.thread_sweep(2) == [1, 2]
+    assert probe.thread_sweep(6) == [1, 2, 4, 6]
+    assert probe.thread_sweep(16) == [1, 2, 4, 8, 16]
+    assert 1 <= probe.physical_cores() <= probe.cpu_cores()
+    assert probe.thread_sweep()[-1] == probe.physical_cores()
+
+
+def test_fcn5_runs_once_per_thread_count_unless_threads_names_one(fault_notebooks):
+    """Each count of the sweep in its own kernel, its executed notebook kept apart; --resume skips
+    the counts already recorded; --threads N runs that count only."""
+    from common import probe
+
+    folder, results, readme = fault_notebooks
+    notebook_fixtures.sweeping(folder / "PyTorch_FCN5.ipynb")
+    arguments = fault_run(fault_notebooks, "--tasks", "FCN5")
+    result = run_all(*arguments)
+    assert result.returncode == 0, result.stdout + result.stderr
+    sweep = probe.thread_sweep()
+    written = records.read_records(results / "records.jsonl")
+    assert [r["hardware"]["threads_pinned"] for r in written] == sweep
+    assert sorted(path.name for path in results.glob("notebooks/*/quick/PyTorch_FCN5*.ipynb")) == sorted(
+        f"PyTorch_FCN5.{threads}-threads.ipynb" for threads in sweep)
+    assert "| framework | " + " | ".join(f"{t} thread{'s' if t != 1 else ''}" for t in sweep) + " |" in readme.read_text()
+    resumed = run_all(*arguments, "--resume")
+    assert f"{len(sweep)} already recorded, skipped" in resumed.stdout
+    run_all(*arguments, "--threads", "1")
+    assert [r["hardware"]["threads_pinned"] for r in records.read_records(results / "records.jsonl")] == sweep + [1]

@@ -63,7 +63,7 @@ def test_synthetic_choice_never_fetches_and_says_so_in_the_data_set(monkeypatch)
     def fail():
         raise AssertionError("a real source was asked")
 
-    from common import cifar10
+    from common.loaders import cifar10
     monkeypatch.setattr(cifar10, "load_real", fail)
     dataset = data.load_cifar10(100, 20, layout="NHWC", data="synthetic")
     assert dataset.data == "synthetic"
@@ -71,7 +71,7 @@ def test_synthetic_choice_never_fetches_and_says_so_in_the_data_set(monkeypatch)
 
 
 def test_auto_falls_back_loudly_and_real_refuses(monkeypatch, capsys):
-    from common import imdb
+    from common.loaders import imdb
 
     def unavailable(**_):
         raise data.DataUnavailable("tried: source A (refused); source B (refused)")
@@ -107,7 +107,7 @@ def test_fashion_mnist_in_cifar_shape_pads_and_repeats_the_grey_image():
 
 
 def test_cnn_images_fall_from_cifar_to_fashion_mnist_and_name_it(monkeypatch):
-    from common import cifar10, fashion_mnist
+    from common.loaders import cifar10, fashion_mnist
 
     def no_cifar():
         raise data.DataUnavailable("no CIFAR-10 source")
@@ -124,7 +124,7 @@ def test_cnn_images_fall_from_cifar_to_fashion_mnist_and_name_it(monkeypatch):
 
 
 def test_fashion_mnist_from_a_folder_is_checked_against_debians_files(tmp_path, monkeypatch):
-    from common import fashion_mnist
+    from common.loaders import fashion_mnist
 
     monkeypatch.setenv(fashion_mnist.FOLDER_VARIABLE, str(tmp_path))
     with pytest.raises(data.DataUnavailable, match="apt-get install dataset-fashion-mnist"):
@@ -137,7 +137,7 @@ def test_fashion_mnist_from_a_folder_is_checked_against_debians_files(tmp_path, 
 
 @pytest.mark.skipif(not Path("/usr/share/datasets/fashion-mnist").is_dir(), reason="dataset-fashion-mnist not installed")
 def test_debians_fashion_mnist_is_the_full_set():
-    from common import fashion_mnist
+    from common.loaders import fashion_mnist
 
     (x_train, y_train), (x_test, y_test), source = fashion_mnist.load_real()
     assert x_train.shape == (60000, 28, 28) and x_test.shape == (10000, 28, 28)

@@ -89,3 +89,23 @@ def test_median_seconds_synchronises_every_repeat(monkeypatch):
 
     assert timing.median_seconds(work, repeats=3, sync=lambda: syncs.append(1)) == 2.0
     assert len(syncs) == 6
+
+
+def test_one_window_per_step_keeps_every_step_and_their_median(monkeypatch):
+    """FCN5's timer: window_steps=1 keeps each steady step's seconds; the summary's
+    seconds_per_step is their median (a slow outlier does not move it), and a prefix keeps a second
+    timer's metrics apart."""
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    timer = timing.Timer(warmup_steps=1, window_steps=1)
+    with timer.running():
+        for seconds in (9.0, 1.0, 1.2, 5.0, 1.1):
+            clock.now += seconds
+            timer.step(4)
+    summary = timer.summary(unit="images", prefix="forward_")
+    assert summary["forward_seconds_per_step_windows"] == pytest.approx([1.0, 1.2, 5.0, 1.1])
+    assert summary["forward_seconds_per_step"] == pytest.approx(1.15)
+    assert summary["forward_images_per_second"] == pytest.approx(16 / 8.3)
+    assert summary["forward_warmup_seconds"] == 9.0
+    with pytest.raises(ValueError):
+        timing.Timer(window_steps=0)

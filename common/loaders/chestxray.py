@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import sources
+from common.loaders import sources
 from common.data_choice import DataUnavailable
 
 FOLDER_VARIABLE = "ROSETTA_CHESTXRAY_DIR"

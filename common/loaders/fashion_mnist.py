@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from common.data_choice import DataUnavailable
-from common.mnist import read_idx
+from common.loaders.mnist import read_idx
 
 FOLDER_VARIABLE = "ROSETTA_FASHION_MNIST_DIR"
 DEBIAN_FOLDER = Path("/usr/share/datasets/fashion-mnist")

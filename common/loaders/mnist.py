@@ -3,7 +3,7 @@ import gzip
 
 import numpy as np
 
-from common import sources
+from common.loaders import sources
 
 _IDX_HOSTS = ("http://yann.lecun.com/exdb/mnist/", "https://ossci-datasets.s3.amazonaws.com/mnist/")
 _IDX_NAMES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",

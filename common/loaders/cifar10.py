@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import sources
+from common.loaders import sources
 from common.data_choice import DataUnavailable
 from common.paths import data_cache
 

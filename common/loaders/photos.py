@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from common import sources
+from common.loaders import sources
 from common.data_choice import DataUnavailable
 
 FOOLBOX_WHEEL = sources.RemoteFile(

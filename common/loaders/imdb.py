@@ -11,7 +11,7 @@ from collections import Counter
 
 import numpy as np
 
-from common import sources
+from common.loaders import sources
 from common.data_choice import DataUnavailable
 
 START_TOKEN = 1
