@@ -43,8 +43,15 @@ def cpu_features():
     return [flag for flag in VECTOR_FLAGS if flag in cpu_flags()]
 
 
+# The cores the process could use before pin_threads narrowed them: the machine the record is of.
+MACHINE_CORES_VARIABLE = "ROSETTA_MACHINE_CORES"
+
+
 def cpu_cores():
-    """Cores this process may use (the affinity mask, which containers narrow)."""
+    """Cores this process may use (the affinity mask, which containers narrow); once pin_threads
+    has narrowed it to fewer threads, the count before, which is what names the machine."""
+    if os.environ.get(MACHINE_CORES_VARIABLE):
+        return int(os.environ[MACHINE_CORES_VARIABLE])
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:
@@ -78,10 +85,10 @@ def thread_sweep(cores=None):
 
 # What pins a framework's CPU threads before it is imported (most size their pools at import):
 # OpenMP (MXNet, PaddlePaddle, oneDNN, Theano), the BLAS libraries (numpy, Chainer), TensorFlow's
-# two pools, PaddlePaddle's math library (1 thread unless told) and XLA's CPU client (JAX).
+# two pools and PaddlePaddle's math library (1 thread unless told). XLA's CPU client (JAX) has no
+# such setting: it sizes its pool from the cores the process may use, which pin_threads narrows.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "FLAGS_paddle_num_threads")
-_XLA_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=true intra_op_parallelism_threads={threads}"
 
 
 def pin_threads(threads=0):
@@ -93,16 +100,24 @@ def pin_threads(threads=0):
     threads = int(threads) or cpu_cores()
     for name in THREAD_VARIABLES:
         os.environ[name] = str(threads)
-    kept = [flag for flag in os.environ.get("XLA_FLAGS", "").split()
-            if not flag.startswith(("--xla_cpu_multi_thread_eigen", "intra_op_parallelism_threads"))]
-    os.environ["XLA_FLAGS"] = " ".join(kept + [_XLA_THREAD_FLAGS.format(threads=threads)])
+    # Fewer threads than cores: the process may then use only that many cores (Linux CPU affinity),
+    # which bounds the frameworks that take no thread count (XLA, measured using 2 cores when
+    # told 1 through XLA_FLAGS) and every pool a framework starts on its own.
+    if hasattr(os, "sched_setaffinity"):
+        usable = sorted(os.sched_getaffinity(0))
+        if threads < len(usable):
+            os.environ.setdefault(MACHINE_CORES_VARIABLE, str(len(usable)))
+            os.sched_setaffinity(0, usable[:threads])
     return threads
 
 
 def thread_settings():
     """The thread variables as this process sees them, for the record."""
     names = THREAD_VARIABLES + ("XLA_FLAGS",)
-    return {name: os.environ[name] for name in names if name in os.environ}
+    settings = {name: os.environ[name] for name in names if name in os.environ}
+    # The cores the process may use now.
+    settings["cpu_affinity"] = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cpu_cores()
+    return settings
 
 
 def fp32_matmul_gflops(size=1024, repeats=7):

@@ -43,6 +43,7 @@ class Timer:
         self.items = 0
         self.steady_items = 0
         self.total_seconds = 0.0
+        self.cpu_seconds = 0.0  # CPU time of every thread of this process while timed
         self.warmup_seconds = 0.0
         self.steady_seconds = 0.0
         self.window_rates = []
@@ -57,6 +58,7 @@ class Timer:
     def running(self):
         """Time the enclosed block; steady-state time starts once warm-up is over."""
         self.sync()
+        cpu_start = time.process_time()
         self._start = time.perf_counter()
         steady = self.steps >= self.warmup_steps
         self._steady_start = self._window_start = self._start if steady else None
@@ -65,6 +67,7 @@ class Timer:
         finally:
             self.sync()
             end = time.perf_counter()
+            self.cpu_seconds += time.process_time() - cpu_start
             self.total_seconds += end - self._start
             if self._steady_start is not None:
                 self.steady_seconds += end - self._steady_start
@@ -114,6 +117,8 @@ class Timer:
             f"{unit}_per_second_windows": list(self.window_rates),
             "seconds_per_step": statistics.median(self.window_step_seconds) if self.window_step_seconds else None,
             "seconds_per_step_windows": list(self.window_step_seconds),
+            # Cores kept busy on average: above the pinned threads, the pinning did not hold.
+            "cpus_busy": self.cpu_seconds / self.total_seconds if self.total_seconds > 0 else None,
         }
         return {prefix + name: value for name, value in metrics.items()}
 

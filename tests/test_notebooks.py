@@ -125,6 +125,10 @@ def test_fcn5_runs_once_per_thread_count_and_times_every_mini_batch(smoke_record
         assert metrics["seconds_per_step"] == pytest.approx(statistics.median(steady))
         assert len(metrics["forward_seconds_per_step_windows"]) == smoke["forward_batches"]
         assert 0 < metrics["forward_seconds_per_step"] < 5 * metrics["seconds_per_step"]
+        # The pinning held: no more cores kept busy than threads pinned (XLA included).
+        assert metrics["cpus_busy"] <= report.CPU_SLACK * record["hardware"]["threads_pinned"] + 0.15
+        assert record["hardware"]["thread_settings"]["cpu_affinity"] == min(record["hardware"]["threads_pinned"], probe.cpu_cores())
+        assert record["hardware"]["cpu_cores"] == probe.cpu_cores()
 
 
 @pytest.mark.parametrize("framework, variant", [(f, v) for f, t, v in RUNS if t == "RNN"])

@@ -52,6 +52,8 @@ def record(task="CNN", framework="pytorch", profile="quick", hardware=CPU, data=
     ({"checks": dict(CHECKS["CNN"], train_parity_tolerance=None)}, "train_parity error"),
     ({"status": "failed", "reason": "Traceback\nZeroDivisionError: division by zero"}, "failed: ZeroDivisionError"),
     ({"metrics": {"test_accuracy": 0.7, "epoch_losses": [2.0, 1.0]}}, "no images_per_second"),
+    ({"hardware": dict(CPU, threads_pinned=1), "metrics": {"images_per_second": 300.0, "test_accuracy": 0.7,
+      "epoch_losses": [2.0, 1.0], "cpus_busy": 1.9}}, "kept 1.9 cores busy with 1 thread(s) pinned"),
 ])
 def test_a_run_that_failed_its_checks_shows_why_not_its_speed(changes, why):
     valid, reason = report.validity(record(**changes))

@@ -199,3 +199,13 @@ def test_fcn5_runs_once_per_thread_count_unless_threads_names_one(fault_notebook
     assert f"{len(sweep)} already recorded, skipped" in resumed.stdout
     run_all(*arguments, "--threads", "1")
     assert [r["hardware"]["threads_pinned"] for r in records.read_records(results / "records.jsonl")] == sweep + [1]
+
+
+def test_pinning_fewer_threads_than_cores_narrows_the_cores_the_process_may_use():
+    """XLA takes no thread count: the process's CPU affinity is what bounds it."""
+    code = ("import os; from common import probe; before = probe.cpu_cores(); probe.pin_threads(1); "
+            "print(before, len(os.sched_getaffinity(0)), probe.thread_settings()['cpu_affinity'], probe.cpu_cores())")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    before, after, recorded, machine = map(int, result.stdout.split())
+    # The record still names the machine by its cores, so its column does not change.
+    assert (after, recorded) == (1, 1) and machine == before

@@ -109,3 +109,18 @@ def test_one_window_per_step_keeps_every_step_and_their_median(monkeypatch):
     assert summary["forward_warmup_seconds"] == 9.0
     with pytest.raises(ValueError):
         timing.Timer(window_steps=0)
+
+
+def test_the_cores_a_run_kept_busy_are_measured(monkeypatch):
+    """CPU time of the whole process over wall time while timed: 2 cores busy for 3 s reads 2.0."""
+    clock, cpu = FakeClock(), FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    monkeypatch.setattr(timing.time, "process_time", cpu)
+    timer = timing.Timer(warmup_steps=0, window_steps=1)
+    with timer.running():
+        for _ in range(3):
+            clock.now += 1.0
+            cpu.now += 2.0
+            timer.step(1)
+    cpu.now += 50.0  # not timed
+    assert timer.summary()["cpus_busy"] == pytest.approx(2.0)
