@@ -341,15 +341,17 @@ class Runner:
         if arguments.resume:
             from common.probe import hardware_label
 
-            # A thread sweep's runs count apart, one per thread count.
-            done = {(r["framework"], r["task"], r.get("variant", DEFAULT_VARIANT),
-                     r.get("hardware", {}).get("threads_pinned") if r["task"] in THREAD_SWEEP_TASKS else None)
+            def key(framework_name, task, variant, threads):
+                # A thread sweep's runs count apart, one per thread count.
+                return framework_name, task, variant, threads if task in THREAD_SWEEP_TASKS else None
+
+            done = {key(r["framework"], r["task"], r.get("variant", DEFAULT_VARIANT),
+                        r.get("hardware", {}).get("threads_pinned"))
                     for r in records.read_records(self.records_path)
                     if r.get("status") == "ok" and r.get("profile") == arguments.profile
                     and r.get("data_choice") == arguments.data
                     and hardware_label(r.get("hardware", {})) == self.hardware_label}
-            kept = [item for item in planned
-                    if (item[0].name, item[1], item[2], item[4] if item[1] in THREAD_SWEEP_TASKS else None) not in done]
+            kept = [item for item in planned if key(item[0].name, item[1], item[2], item[4]) not in done]
             if len(kept) < len(planned):
                 print(f"[run] --resume: {len(planned) - len(kept)} already recorded, skipped")
             self.already_recorded = len(planned) - len(kept)

@@ -260,11 +260,15 @@ def task_table(task, task_cells, link=str):
         cells = [cell_text(task_cells[(row, c)], link) if (row, c) in task_cells else "—"
                  for c in columns]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
-    for framework in UNAVAILABLE:
-        if task in framework.tasks:
-            lines.append(f"| {framework.title} | " + " | ".join(
-                [f"cannot run here: {framework.reason}"] + ["—"] * (len(columns) - 1)) + " |")
+    lines.extend(unavailable_rows(task, len(columns)))
     return "\n".join(lines)
+
+
+def unavailable_rows(task, n_columns):
+    """The 2018 rows of `task` that cannot run today, their reason in the first column."""
+    return [f"| {framework.title} | "
+            + " | ".join([f"cannot run here: {framework.reason}"] + ["—"] * (n_columns - 1)) + " |"
+            for framework in UNAVAILABLE if task in framework.tasks]
 
 
 def sweep_groups(task_cells):
@@ -320,10 +324,7 @@ def sweep_table(task, task_cells, link=str):
             cells = [sweep_cell(by_threads[threads][row], link) if row in by_threads[threads] else "—"
                      for threads in counts]
             lines.append(f"| {row} | " + " | ".join(cells) + " |")
-        for framework in UNAVAILABLE:
-            if task in framework.tasks:
-                lines.append(f"| {framework.title} | " + " | ".join(
-                    [f"cannot run here: {framework.reason}"] + ["—"] * (len(counts) - 1)) + " |")
+        lines.extend(unavailable_rows(task, len(counts)))
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
