@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from common.frameworks import DEFAULT_VARIANT, FRAMEWORKS, RUNNABLE, UNAVAILABLE, notebook_name, variants
-from common.params import DATA_CHOICES, PROFILES, TASKS, THREAD_SWEEP_TASKS
+from common.params import DATA_CHOICES, DEVICE_SWEEP, DEVICE_SWEEP_TASKS, PROFILES, TASKS, THREAD_SWEEP_TASKS
 
 ROOT = Path(__file__).resolve().parent
 RUNNER_ENVIRONMENT = "runner"
@@ -274,6 +274,17 @@ def kill_group(process):
         process.wait()
 
 
+def settings_text(settings):
+    """'1 device · ram', 'all devices · disk'."""
+    devices = settings.get("devices")
+    shown = [] if devices is None else ["1 device" if devices == 1 else ("all devices" if devices == 0 else f"{devices} devices")]
+    return " · ".join(shown + [str(value) for key, value in sorted(settings.items()) if key != "devices"])
+
+
+def settings_slug(settings):
+    return settings_text(settings).replace(" · ", ".").replace(" ", "-")
+
+
 def record_identity(record):
     """What tells one run's record from every other's, on any machine."""
     return tuple(str(record.get(key)) for key in
@@ -322,8 +333,16 @@ class Runner:
             return probe.thread_sweep()
         return [self.threads]
 
+    @staticmethod
+    def settings(task):
+        """The notebook parameters a task is swept over besides threads, one dict per run: a
+        DEVICE_SWEEP_TASKS task (MultiGPU) runs on 1 and on all devices, from RAM and from disk."""
+        if task in DEVICE_SWEEP_TASKS:
+            return [{"devices": devices, "pipeline": pipeline} for devices, pipeline in DEVICE_SWEEP]
+        return [{}]
+
     def plan(self):
-        """(framework, task, variant, notebook, threads) of every run, in order."""
+        """(framework, task, variant, notebook, threads, settings) of every run, in order."""
         from common import records
 
         arguments = self.arguments
@@ -334,24 +353,26 @@ class Runner:
                 notebook = arguments.notebooks_dir / notebook_name(framework, task)
                 if notebook.exists():
                     chosen = variants(framework, task) if arguments.variants == "all" else (DEFAULT_VARIANT,)
-                    planned.extend((framework, task, variant, notebook, threads)
-                                   for variant in chosen for threads in self.thread_counts(task))
+                    planned.extend((framework, task, variant, notebook, threads, settings)
+                                   for variant in chosen for threads in self.thread_counts(task)
+                                   for settings in self.settings(task))
                 elif len(arguments.tasks) < len(TASKS) or task in framework.tasks:
                     print(f"[run] {framework.title} {task}: no notebook {notebook.name}, skipped")
         if arguments.resume:
             from common.probe import hardware_label
 
-            def key(framework_name, task, variant, threads):
-                # A thread sweep's runs count apart, one per thread count.
-                return framework_name, task, variant, threads if task in THREAD_SWEEP_TASKS else None
+            def key(framework_name, task, variant, threads, settings):
+                # A sweep's runs count apart, one per thread count or device setting.
+                return (framework_name, task, variant, threads if task in THREAD_SWEEP_TASKS else None,
+                        tuple(sorted((settings or {}).items())))
 
             done = {key(r["framework"], r["task"], r.get("variant", DEFAULT_VARIANT),
-                        r.get("hardware", {}).get("threads_pinned"))
+                        r.get("hardware", {}).get("threads_pinned"), r.get("settings"))
                     for r in records.read_records(self.records_path)
                     if r.get("status") == "ok" and r.get("profile") == arguments.profile
                     and r.get("data_choice") == arguments.data
                     and hardware_label(r.get("hardware", {})) == self.hardware_label}
-            kept = [item for item in planned if key(item[0].name, item[1], item[2], item[4]) not in done]
+            kept = [item for item in planned if key(item[0].name, *item[1:3], *item[4:]) not in done]
             if len(kept) < len(planned):
                 print(f"[run] --resume: {len(planned) - len(kept)} already recorded, skipped")
             self.already_recorded = len(planned) - len(kept)
@@ -414,16 +435,16 @@ class Runner:
 
     # -- one notebook
 
-    def failed_record(self, framework, task, variant, threads, reason, started_at, status="failed"):
+    def failed_record(self, framework, task, variant, threads, reason, started_at, status="failed", settings=None):
         from common import params, records
 
         return records.make_record(
             framework=framework.name, task=task, variant=variant, profile=self.arguments.profile,
             data=None, hardware=dict(self.hardware, threads_pinned=threads), versions={}, metrics={},
-            params=params.get_params(task, self.arguments.profile),
+            params=dict(params.get_params(task, self.arguments.profile), **(settings or {})),
             status=status, reason=reason, started_at=started_at)
 
-    def execute(self, framework, task, variant, notebook, threads):
+    def execute(self, framework, task, variant, notebook, threads, settings=None):
         """Run one notebook; return its record (ok from the notebook, or skipped/failed from here)."""
         import tempfile
         import time
@@ -431,37 +452,42 @@ class Runner:
         from common import records
 
         started_at = records.now()
-        name, executed, log_path = self.output_paths(notebook, variant, threads if task in THREAD_SWEEP_TASKS else None)
+        settings = settings or {}
+        name, executed, log_path = self.output_paths(notebook, variant, threads if task in THREAD_SWEEP_TASKS else None,
+                                                     settings)
         why_not = self.why_not_here(framework, variant)
         if why_not:
-            record = self.failed_record(framework, task, variant, threads, why_not, started_at, "skipped")
-            return self.finish_record(record, None, None, time.monotonic(), threads)
+            record = self.failed_record(framework, task, variant, threads, why_not, started_at, "skipped", settings)
+            return self.finish_record(record, None, None, time.monotonic(), threads, settings)
         began = time.monotonic()
         try:
             kernel = self.kernel_for(framework)
         except RuntimeError as error:
-            record = self.failed_record(framework, task, variant, threads, f"environment: {error}", started_at)
-            return self.finish_record(record, None, None, began, threads)
+            record = self.failed_record(framework, task, variant, threads, f"environment: {error}", started_at,
+                                        settings=settings)
+            return self.finish_record(record, None, None, began, threads, settings)
         with tempfile.TemporaryDirectory(prefix="rosetta-record-") as staging:
             record_path = Path(staging) / "record.jsonl"
             parameters = {"profile": self.arguments.profile, "data": self.arguments.data,
                           "device": self.accelerator, "threads": threads,
-                          "record_path": str(record_path)}
+                          "record_path": str(record_path), **settings}
             if variant != DEFAULT_VARIANT:
                 parameters["variant"] = variant
             papermill_began = time.monotonic()
             try:
                 outcome = self.run_papermill(notebook, executed, kernel, parameters, log_path, staging)
             except KeyboardInterrupt:
-                record = self.failed_record(framework, task, variant, threads, "interrupted (Ctrl-C)", started_at)
-                self.finish_record(record, executed, kernel, began, threads)
+                record = self.failed_record(framework, task, variant, threads, "interrupted (Ctrl-C)", started_at,
+                                            settings=settings)
+                self.finish_record(record, executed, kernel, began, threads, settings)
                 raise
             written = records.read_records(record_path)
             artifacts = self.keep_artifacts(Path(staging), {record_path, Path(staging) / "status.json"},
                                             executed.parent, name)
         papermill_seconds = time.monotonic() - papermill_began
         reason = self.failure_reason(outcome, written, log_path)
-        record = self.failed_record(framework, task, variant, threads, reason, started_at) if reason else written[-1]
+        record = (self.failed_record(framework, task, variant, threads, reason, started_at, settings=settings)
+                  if reason else written[-1])
         if artifacts:
             record["artifacts"] = artifacts
         cells_seconds = executed_cells_seconds(executed)
@@ -470,17 +496,19 @@ class Runner:
             # kernel launch and shutdown, writing the executed notebook.
             record["cells_seconds"] = round(cells_seconds, 1)
             record["runner_overhead_seconds"] = round(papermill_seconds - cells_seconds, 1)
-        return self.finish_record(record, executed, kernel, began, threads)
+        return self.finish_record(record, executed, kernel, began, threads, settings)
 
-    def output_paths(self, notebook, variant, threads=None):
+    def output_paths(self, notebook, variant, threads=None, settings=None):
         """(name, executed notebook, log) of one run: beside the others of its hardware and profile;
-        a thread sweep's runs are told apart by their thread count."""
+        a sweep's runs are told apart by their thread count or device setting."""
         profile = self.arguments.profile
         out_dir = self.results / "notebooks" / slug(self.hardware_label) / profile
         out_dir.mkdir(parents=True, exist_ok=True)
         name = notebook.stem if variant == DEFAULT_VARIANT else f"{notebook.stem}.{variant}"
         if threads is not None:
             name += f".{threads}-threads"
+        if settings:
+            name += "." + settings_slug(settings)
         log_path = self.results / "logs" / f"{name}.{profile}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         return name, out_dir / f"{name}.ipynb", log_path
@@ -550,7 +578,7 @@ class Runner:
                 kept[path.name] = relative(destination)
         return kept
 
-    def finish_record(self, record, executed, kernel, began, threads):
+    def finish_record(self, record, executed, kernel, began, threads, settings=None):
         import time
 
         from common import records
@@ -560,6 +588,8 @@ class Runner:
                        "data_choice": self.arguments.data,
                        "repeat": self.repeat, "repeats": self.arguments.repeat,
                        "wall_seconds": round(time.monotonic() - began, 1)})
+        if settings:
+            record["settings"] = settings  # what the runner asked for (devices 0: all of them)
         if self.peak_gflops.get(threads) and isinstance(record.get("hardware"), dict):
             record["hardware"].setdefault("fp32_peak_gflops", self.peak_gflops[threads])
         return records.append_record(record, self.records_path)
@@ -617,15 +647,17 @@ class Runner:
         rounds = [(repeat, item) for repeat in range(1, self.arguments.repeat + 1) for item in planned]
         bar = tqdm(rounds, unit="notebook", dynamic_ncols=True)
         try:
-            for repeat, (framework, task, variant, notebook, threads) in bar:
+            for repeat, (framework, task, variant, notebook, threads, settings) in bar:
                 shown = "" if variant == DEFAULT_VARIANT else f" ({variant})"
                 if task in THREAD_SWEEP_TASKS:
                     shown += f" · {threads} thread(s)"
+                if settings:
+                    shown += " · " + settings_text(settings)
                 if self.arguments.repeat > 1:
                     shown += f" [{repeat}/{self.arguments.repeat}]"
                 bar.set_description(f"{framework.title} {task}{shown}")
                 self.repeat = repeat
-                record = self.execute(framework, task, variant, notebook, threads)
+                record = self.execute(framework, task, variant, notebook, threads, settings)
                 line = self.summary_line(record)
                 if record["status"] == "failed":
                     failures.append(line)
@@ -709,6 +741,8 @@ class Runner:
             name += f" ({record['variant']})"
         if record["task"] in THREAD_SWEEP_TASKS:
             name += f" on {record.get('hardware', {}).get('threads_pinned')} thread(s)"
+        if record.get("settings"):
+            name += " · " + settings_text(record["settings"])
         return f"[run] {name}: {record['status']}" + (f" · {shown}" if valid else f" · {why}")
 
     def regenerate(self):

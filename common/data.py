@@ -143,3 +143,38 @@ def load_mnist(n_train=None, n_test=None, data="auto"):
         x_test = x_test.reshape(len(x_test), -1).astype(np.float32) / 255.0
         kind = "real"
     return DataSet(x_train, y_train.astype(np.int64), x_test, y_test.astype(np.int64), kind, source)
+
+
+XrayData = namedtuple("XrayData", "train_paths y_train valid_paths y_valid data source")
+
+
+def load_chestxray(n_train=None, n_valid=None, data="auto"):
+    """ChestX-ray14's patient-wise train and validation splits: PNG paths and (N, 14) float32
+    labels. The labels are always the real ones; the images are the NIH files under
+    $ROSETTA_CHESTXRAY_DIR, else (data="auto") deterministic synthetic 1024×1024 PNGs written once
+    into the cache, said loudly."""
+    from common.loaders import chestxray
+
+    names, labels, patients = chestxray.load_labels()
+    train, valid, _ = chestxray.patient_split(patients)
+    train, valid = train[:n_train], valid[:n_valid]
+    found = _real_or_fallback("ChestX-ray14 images", data, chestxray.image_paths)
+    if found is None:
+        limit = chestxray.SYNTHETIC_LIMIT
+        if len(train) > limit or len(valid) > limit // 4:
+            print(f"[data] synthetic stand-in: at most {limit} train and {limit // 4} validation images")
+            train, valid = train[:limit], valid[:limit // 4]
+        paths = {index: path for index, path in zip(
+            np.concatenate([train, valid]), chestxray.synthetic_pngs([names[i] for i in np.concatenate([train, valid])]))}
+        kind = "synthetic"
+        source = ("synthetic 1024×1024 greyscale PNGs with the real ChestX-ray14 labels "
+                  "(torchxrayvision's Data_Entry_2017_v2020.csv)")
+    else:
+        missing = [names[i] for i in np.concatenate([train, valid]) if names[i] not in found]
+        if missing:
+            raise DataUnavailable(f"{len(missing)} ChestX-ray14 images missing under "
+                                  f"${chestxray.FOLDER_VARIABLE}, e.g. {missing[0]}")
+        paths = {index: found[names[index]] for index in np.concatenate([train, valid])}
+        kind, source = "real", "ChestX-ray14 (NIH), patient-wise split"
+    return XrayData([str(paths[i]) for i in train], labels[train], [str(paths[i]) for i in valid],
+                    labels[valid], kind, source)

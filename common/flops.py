@@ -52,18 +52,48 @@ def resnet50_multiply_adds(size=224):
     return total
 
 
+def densenet121_multiply_adds(size=None):
+    """DenseNet-121 with the MultiGPU task's head: the stem at 1/2 of the input, then each dense
+    block at 1/4, 1/8, 1/16, 1/32 (max pool after the stem, 2×2 average pool in each transition)."""
+    from common import densenet
+
+    params = get_params("MultiGPU")
+    size = size or params["image_size"]
+    shapes = densenet.conv_shapes()
+    side = -(-size // 2)
+    total = side * side * _kernel_macs(shapes[0])
+    side = -(-side // 2)
+    index = 1
+    for block, layers in enumerate(densenet.BLOCK_LAYERS):
+        for kernel in shapes[index:index + 2 * layers]:
+            total += side * side * _kernel_macs(kernel)
+        index += 2 * layers
+        if block < len(densenet.BLOCK_LAYERS) - 1:
+            total += side * side * _kernel_macs(shapes[index])
+            index += 1
+            side //= 2
+    return total + densenet.FEATURES * params["n_classes"]
+
+
+def _kernel_macs(shape):
+    kh, kw, n_in, n_out = shape
+    return kh * kw * n_in * n_out
+
+
 def fcn5_multiply_adds():
     sizes = get_params("FCN5")["layer_sizes"]
     return sum(n_in * n_out for n_in, n_out in zip(sizes[:-1], sizes[1:]))
 
 
 _FORWARD = {"CNN": cnn_multiply_adds, "RNN": gru_multiply_adds, "Inference": resnet50_multiply_adds,
-            "FCN5": fcn5_multiply_adds}
-_TRAINS = {"CNN": True, "RNN": True, "Inference": False, "FCN5": True}
+            "FCN5": fcn5_multiply_adds, "MultiGPU": densenet121_multiply_adds}
+_TRAINS = {"CNN": True, "RNN": True, "Inference": False, "FCN5": True, "MultiGPU": True}
 
 
-def flops_per_item(task):
-    """FLOPs of one image or sequence through the task's timed work (training or inference)."""
+def flops_per_item(task, image_size=None):
+    """FLOPs of one image or sequence through the task's timed work (training or inference);
+    `image_size` (MultiGPU only) for a profile that shrinks the images."""
     if task not in _FORWARD:
         raise ValueError(f"no FLOP count for task {task!r}; valid: {', '.join(_FORWARD)}")
-    return 2 * _FORWARD[task]() * (TRAINING_FACTOR if _TRAINS[task] else 1)
+    forward = _FORWARD[task](image_size) if image_size else _FORWARD[task]()
+    return 2 * forward * (TRAINING_FACTOR if _TRAINS[task] else 1)

@@ -13,18 +13,18 @@ DEFAULT_VARIANT = "default"
 # each a row of its own in the tables; `language` is the notebooks' kernel language: an R
 # notebook runs on IRkernel and reaches its environment's Python through reticulate.
 _RUNNABLE = (
-    Framework("pytorch", "PyTorch", "PyTorch", "torch", ("CNN", "Inference", "RNN", "FCN5"),
+    Framework("pytorch", "PyTorch", "PyTorch", "torch", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU"),
               variants={"CNN": ("compiled",), "Inference": ("compiled", "bf16")}),
-    Framework("tensorflow", "TensorFlow", "Tensorflow", "tensorflow", ("CNN", "Inference", "RNN", "FCN5"),
+    Framework("tensorflow", "TensorFlow", "Tensorflow", "tensorflow", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU"),
               variants={"CNN": ("xla",), "Inference": ("xla", "bf16")}),
     Framework("keras_tf", "Keras 3 (TensorFlow)", "Keras_TF", "tensorflow", ("CNN", "Inference", "RNN", "FCN5"),
               variants={"CNN": ("xla",)}),
-    Framework("keras_jax", "Keras 3 (JAX)", "Keras_JAX", "jax", ("CNN", "Inference", "RNN", "FCN5")),
+    Framework("keras_jax", "Keras 3 (JAX)", "Keras_JAX", "jax", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU")),
     Framework("keras_torch", "Keras 3 (PyTorch)", "Keras_Torch", "torch", ("CNN", "Inference", "RNN", "FCN5")),
-    Framework("jax_flax", "JAX + Flax NNX", "JAX_Flax", "jax", ("CNN", "Inference", "RNN", "FCN5"),
+    Framework("jax_flax", "JAX + Flax NNX", "JAX_Flax", "jax", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU"),
               variants={"Inference": ("bf16",)}),
     Framework("onnxruntime", "ONNX Runtime", "ONNXRuntime", "onnxruntime", ("Inference",)),
-    Framework("gluon", "MXNet (Gluon)", "Gluon", "mxnet", ("CNN", "Inference", "RNN", "FCN5")),
+    Framework("gluon", "MXNet (Gluon)", "Gluon", "mxnet", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU")),
     Framework("mxnet", "MXNet (Module API)", "MXNet", "mxnet", ("CNN", "Inference", "RNN")),
     Framework("chainer", "Chainer", "Chainer", "chainer", ("CNN", "Inference", "RNN", "FCN5")),
     Framework("paddle", "PaddlePaddle", "Paddle", "paddle", ("CNN", "Inference", "RNN", "FCN5"),

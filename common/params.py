@@ -46,8 +46,14 @@ _FULL = {
         "epsilon": 1e-8,
         "warmup_steps": 10,
     },
+    # The 2018 DenseNet-121 task. `batch_size` is per device (the global batch is devices × it) and
+    # `learning_rate` is one device's, scaled by the device count (linear scaling). A CPU-only host
+    # runs data-parallel over `cpu_devices` CPU devices. The equivalence check trains
+    # `equivalence_steps` steps on one fixed batch at `equivalence_image_size`, on 1 and N devices.
     "MultiGPU": {
         "n_classes": 14,
+        "n_train": None,  # None: the whole patient-wise train split
+        "n_valid": None,
         "image_size": 224,
         "resize_to": 264,
         "epochs": 5,
@@ -55,6 +61,11 @@ _FULL = {
         "learning_rate": 1e-4,
         "image_mean": (0.485, 0.456, 0.406),
         "image_sd": (0.229, 0.224, 0.225),
+        "warmup_steps": 3,
+        "loader_workers": 4,
+        "cpu_devices": 2,
+        "equivalence_steps": 3,
+        "equivalence_image_size": 64,
     },
     # DLBench's fully connected network: sigmoid hidden layers, plain SGD, timed per mini-batch
     # (training, and forward only over `forward_batches` batches) at every thread count.
@@ -76,14 +87,16 @@ _OVERRIDES = {
         "CNN": {"n_train": 3200, "n_test": 2000, "epochs": 2},
         "Inference": {"n_batches": 6},
         "RNN": {"n_train": 3200, "n_test": 2000, "epochs": 2},
-        "MultiGPU": {"epochs": 1},
+        "MultiGPU": {"n_train": 128, "n_valid": 64, "epochs": 1, "batch_size": 8, "warmup_steps": 2,
+                     "loader_workers": 2},
         "FCN5": {"n_train": 24576, "epochs": 1},
     },
     "smoke": {
         "CNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
         "Inference": {"batch_size": 4, "n_batches": 2, "warmup_batches": 1},
         "RNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
-        "MultiGPU": {"epochs": 1, "batch_size": 4},
+        "MultiGPU": {"n_train": 16, "n_valid": 8, "epochs": 1, "batch_size": 2, "image_size": 32,
+                     "resize_to": 40, "warmup_steps": 1, "loader_workers": 1, "equivalence_image_size": 32},
         "FCN5": {"n_train": 1024, "n_test": 512, "batch_size": 64, "warmup_steps": 2, "forward_batches": 4},
     },
 }
@@ -91,6 +104,10 @@ _OVERRIDES = {
 TASKS = tuple(_FULL)
 # Tasks the runner times at every thread count of probe.thread_sweep() (each run in a fresh kernel).
 THREAD_SWEEP_TASKS = ("FCN5",)
+# Tasks the runner runs once per (devices, pipeline): on 1 device and on all of them ("all": every
+# visible GPU, or params' cpu_devices on a CPU-only host), images read from disk and held in RAM.
+DEVICE_SWEEP_TASKS = ("MultiGPU",)
+DEVICE_SWEEP = tuple((devices, pipeline) for devices in (1, 0) for pipeline in ("ram", "disk"))
 
 
 def get_params(task, profile="full"):

@@ -65,7 +65,7 @@ class Run:
         run.finish(dataset, hardware, versions, metrics, checks)
     """
 
-    def __init__(self, framework, task, profile, variant="default", threads=0, record_path=None):
+    def __init__(self, framework, task, profile, variant="default", threads=0, record_path=None, **settings):
         from common import frameworks, params, probe
 
         valid = frameworks.variants(frameworks.RUNNABLE[framework], task)
@@ -73,7 +73,8 @@ class Run:
             raise ValueError(f"unknown variant {variant!r} for {framework} {task}; valid: {', '.join(valid)}")
         self.framework, self.task, self.profile, self.variant = framework, task, profile, variant
         self.record_path = record_path
-        self.params = params.get_params(task, profile)
+        # Settings the runner sweeps besides threads (MultiGPU's pipeline) are kept with the parameters.
+        self.params = dict(params.get_params(task, profile), **settings)
         self.threads = probe.pin_threads(threads)
         self.started_at = now()
         print(f"{framework} · {task} · {variant} · profile {profile} · {self.threads} thread(s)")
@@ -100,10 +101,10 @@ class Run:
         return show(record)
 
 
-def start(framework, task, profile, variant="default", threads=0, record_path=None):
-    """Check the variant, read the task's parameters, pin the threads (before the framework is
-    imported) and stamp the start."""
-    return Run(framework, task, profile, variant, threads, record_path)
+def start(framework, task, profile, variant="default", threads=0, record_path=None, **settings):
+    """Check the variant, read the task's parameters (with `settings` added), pin the threads
+    (before the framework is imported) and stamp the start."""
+    return Run(framework, task, profile, variant, threads, record_path, **settings)
 
 
 def append_record(record, path):

@@ -2,8 +2,9 @@
 because only the runner's environment draws plots; notebooks never import this module."""
 from pathlib import Path
 
-from runner.report import (HEADLINES, SWEEP_TASKS, column_title, latest_by_cell, row_title, sweep_groups,
-                           validity)
+from common.params import DEVICE_SWEEP, DEVICE_SWEEP_TASKS
+from runner.report import (HEADLINES, SWEEP_TASKS, column_title, device_groups, latest_by_cell, row_title,
+                           sweep_groups, validity)
 
 
 def plot_tasks(records, out_dir):
@@ -23,6 +24,9 @@ def plot_tasks(records, out_dir):
             continue
         if task in SWEEP_TASKS:
             written[task] = plot_sweep(plt, task, valid, out_dir)
+            continue
+        if task in DEVICE_SWEEP_TASKS:
+            written[task] = plot_devices(plt, task, valid, out_dir)
             continue
         rows = sorted({row for row, _ in valid})
         columns = sorted({column for _, column in valid})
@@ -75,6 +79,38 @@ def plot_sweep(plt, task, valid, out_dir):
     axes.set_ylabel("ms per training mini-batch (lower is better)")
     axes.set_title(f"{task}: time per mini-batch by thread count")
     axes.legend(fontsize="small")
+    figure.tight_layout()
+    path = Path(out_dir) / f"{task}.png"
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def plot_devices(plt, task, valid, out_dir):
+    """A bar per (devices, pipeline) for each framework, images/s with the repeats' spread; one
+    panel per machine, profile and data set."""
+    groups = sorted(device_groups(valid).items(), key=lambda item: tuple(map(str, item[0])))
+    figure, all_axes = plt.subplots(len(groups), 1, squeeze=False,
+                                    figsize=(7, sum(1 + 0.9 * len({r for c in g.values() for r in c}) for _, g in groups)))
+    for axes, ((hardware, profile, data), by_setting) in zip(all_axes[:, 0], groups):
+        rows = sorted({row for cells in by_setting.values() for row in cells})
+        height = 0.8 / len(DEVICE_SWEEP)
+        for index, setting in enumerate(DEVICE_SWEEP):
+            cells = by_setting.get(setting, {})
+            values = [float(cells[row]["metrics"]["images_per_second"]) if row in cells else 0.0 for row in rows]
+            spreads = [cells.get(row, {}).get("spread") for row in rows]
+            errors = [[value - spread["min"] if spread else 0.0 for value, spread in zip(values, spreads)],
+                      [spread["max"] - value if spread else 0.0 for value, spread in zip(values, spreads)]]
+            devices, pipeline = setting
+            label = f"{'1 device' if devices == 1 else 'N devices'}, {'RAM' if pipeline == 'ram' else pipeline}"
+            axes.barh([r + index * height for r in range(len(rows))], values, height=height,
+                      xerr=errors if any(spreads) else None, label=label)
+        axes.set_yticks([r + height * (len(DEVICE_SWEEP) - 1) / 2 for r in range(len(rows))])
+        axes.set_yticklabels(rows)
+        axes.invert_yaxis()
+        axes.set_xlabel("training images/s (higher is better)")
+        axes.set_title(f"{task}: {hardware}, {profile}, {data}", fontsize="small")
+        axes.legend(fontsize="small", loc="lower right")
     figure.tight_layout()
     path = Path(out_dir) / f"{task}.png"
     figure.savefig(path, dpi=100)

@@ -17,9 +17,9 @@ open(records.artifact_path(record_path, "extra.txt"), "w").write("artifact")
 INFERENCE_CHECKS = {"feature_max_abs_error": 1e-6, "feature_tolerance": 1e-3, "known_photos_correct": True}
 
 
-def write_notebook(path, body):
+def write_notebook(path, body, parameters=PARAMETERS):
     notebook = nbformat.v4.new_notebook()
-    parameters = nbformat.v4.new_code_cell(PARAMETERS)
+    parameters = nbformat.v4.new_code_cell(parameters)
     parameters.metadata["tags"] = ["parameters"]
     notebook.cells = [parameters, nbformat.v4.new_code_cell(body)]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -54,3 +54,20 @@ record = records.make_record(framework="pytorch", task="FCN5", profile=profile, 
 records.append_record(record, record_path)
 """
     write_notebook(path, body)
+
+
+def device_sweeping(path):
+    """A MultiGPU notebook that records the devices and pipeline the runner passed it, with the
+    figures and checks a MultiGPU cell needs."""
+    body = """
+from common import probe, records
+record = records.make_record(framework="pytorch", task="MultiGPU", profile=profile, data="synthetic",
+                             hardware=dict(probe.hardware(), threads_pinned=1, threads=1), versions={},
+                             params={"n_classes": 14, "batch_size": 8, "pipeline": pipeline},
+                             metrics={"images_per_second": 10.0 / (devices or 2), "devices": devices or 2,
+                                      "epoch_losses": [0.5]},
+                             checks={"data_parallel_max_abs_error": 1e-6, "data_parallel_tolerance": 1e-3,
+                                     "data_parallel_loss_fell": True})
+records.append_record(record, record_path)
+"""
+    write_notebook(path, body, parameters=PARAMETERS + 'devices = 0\npipeline = "ram"\n')

@@ -131,6 +131,33 @@ def test_fcn5_runs_once_per_thread_count_and_times_every_mini_batch(smoke_record
         assert record["hardware"]["cpu_cores"] == probe.cpu_cores()
 
 
+@pytest.mark.parametrize("framework", [framework for framework, task, _ in RUNS if task == "MultiGPU"])
+def test_multigpu_trains_one_model_on_one_and_all_devices_from_ram_and_disk(smoke_record, framework):
+    """The runner's device sweep: 1 and all devices (params' cpu_devices here: PyTorch's are two
+    gloo processes), images from RAM and from PNG files. Every run proves that its devices train
+    the same model as one device, and the two pipelines feed the same pixels: one device's epoch
+    loss is the same from RAM as from disk."""
+    written = smoke_record(framework, "MultiGPU", every_thread_count=True)
+    assert [(r["settings"]["devices"], r["settings"]["pipeline"]) for r in written] == list(params.DEVICE_SWEEP)
+    assert len({r["notebook"] for r in written}) == len(written)
+    smoke = params.get_params("MultiGPU", "smoke")
+    losses = {}
+    for record in written:
+        assert record["status"] == "ok", record.get("reason")
+        settings, metrics, checks = record["settings"], record["metrics"], record["checks"]
+        devices = 1 if settings["devices"] == 1 else smoke["cpu_devices"]
+        assert (metrics["devices"], record["params"]["pipeline"]) == (devices, settings["pipeline"])
+        assert checks["data_parallel_devices"] == smoke["cpu_devices"]
+        assert checks["data_parallel_max_abs_error"] <= checks["data_parallel_tolerance"]
+        assert checks["data_parallel_loss_fell"] is True
+        assert len(checks["data_parallel_losses"]) == smoke["equivalence_steps"]
+        assert metrics["steps"] == smoke["epochs"] * (smoke["n_train"] // (devices * smoke["batch_size"]))
+        assert metrics["images_per_second"] > 0 and np.isfinite(metrics["epoch_losses"]).all()
+        assert 0 <= metrics["mean_auc"] <= 1
+        losses[(metrics["devices"], settings["pipeline"])] = metrics["epoch_losses"]
+    assert losses[(1, "ram")] == pytest.approx(losses[(1, "disk")], abs=1e-5)
+
+
 @pytest.mark.parametrize("framework, variant", [(f, v) for f, t, v in RUNS if t == "RNN"])
 def test_gru_records_whether_it_used_a_fused_kernel(smoke_record, framework, variant):
     assert isinstance(smoke_record(framework, "RNN", variant)["checks"]["fused_gru"], bool)

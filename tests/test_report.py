@@ -25,12 +25,12 @@ def record(task="CNN", framework="pytorch", profile="quick", hardware=CPU, data=
                        "epoch_losses": [0.6, 0.4]},
                "Inference": {"images_per_second": 20.0, "seconds_per_1000_images": 50.0},
                "FCN5": {"seconds_per_step": 0.5, "forward_seconds_per_step": 0.2, "test_accuracy": 0.1,
-                        "epoch_losses": [2.3]}}[task]
+                        "epoch_losses": [2.3]}}.get(task, {})
     fields = dict(framework=framework, task=task, profile=profile, data=data, hardware=hardware,
                   versions={}, params=({"layer_sizes": [784, 2048, 4096, 1024, 10], "batch_size": 1024} if task == "FCN5"
                           else {"n_classes": 10 if task == "CNN" else 2}),
                   metrics=metrics,
-                  checks=CHECKS[task],
+                  checks=CHECKS.get(task, {}),
                   started_at=started_at)
     run_id = changes.pop("run_id", None)
     fields.update(changes)
@@ -264,3 +264,43 @@ def test_fcn5_is_one_table_per_machine_with_a_column_per_thread_count(tmp_path):
     assert f"| PyTorch | yes | {quality} | 1.0e-06 (≤ 1e-04) | 2 / 2 | 500 ms (500 ms–550 ms, 2 batches) |" in markdown
     paths = plots.plot_tasks(written, tmp_path)
     assert paths["FCN5"].read_bytes().startswith(b"\x89PNG")
+
+
+def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_path):
+    """A row per framework, a column per (devices, pipeline), then each pipeline's scaling
+    efficiency; on a CPU-only host the header says N devices share the cores; the checks behind it
+    are listed; a run whose devices disagree is shown invalid; the plot is drawn."""
+    from runner import plots
+
+    checks = {"data_parallel_max_abs_error": 1e-6, "data_parallel_tolerance": 1e-3, "data_parallel_loss_fell": True}
+
+    def multigpu(framework, devices, pipeline, rate, **changes):
+        made = record(task="MultiGPU", framework=framework, data="synthetic",
+                      params={"n_classes": 14, "batch_size": 8, "pipeline": pipeline},
+                      metrics={"images_per_second": rate, "epoch_seconds": 128 / rate, "mean_auc": 0.5,
+                               "epoch_losses": [0.4], "devices": 2 if devices == 0 else 1},
+                      checks=changes.pop("checks", checks), **changes)
+        made["settings"] = {"devices": devices, "pipeline": pipeline}
+        return made
+
+    assert report.validity(multigpu("pytorch", 0, "ram", 10.0)) == (True, "")
+    assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks={})) == (
+        False, "invalid: no data_parallel_max_abs_error check")
+    assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks=dict(checks, data_parallel_loss_fell=False))) == (
+        False, "invalid: the data-parallel check's loss did not fall")
+    written = [multigpu("pytorch", 1, "ram", 10.0), multigpu("pytorch", 1, "disk", 8.0),
+               multigpu("pytorch", 0, "ram", 9.0), multigpu("pytorch", 0, "disk", 6.0),
+               multigpu("tensorflow", 1, "ram", 12.0),
+               multigpu("tensorflow", 0, "ram", 11.0, checks=dict(checks, data_parallel_max_abs_error=0.5))]
+    markdown = report.results_markdown(written)
+    assert "| framework | 1 device, RAM | 1 device, disk | 2 devices, RAM | 2 devices, disk | scaling, RAM | scaling, disk |" in markdown
+    assert "CPU-only host" in markdown
+    pytorch = next(line for line in markdown.splitlines() if line.startswith("| PyTorch |"))
+    assert "**10.0** img/s · epoch 13 s · AUC 0.500" in pytorch
+    assert pytorch.endswith("| 45 % | 38 % |")  # 9 / (2 × 10), 6 / (2 × 8)
+    tensorflow = next(line for line in markdown.splitlines() if line.startswith("| TensorFlow |"))
+    assert "invalid: data_parallel error 0.5" in tensorflow and tensorflow.endswith("| — | — |")
+    assert "| PyTorch | 4 of 4 | 1.0e-06 (≤ 1e-03) | yes |" in markdown
+    assert "| TensorFlow | 1 of 2 | 5.0e-01 (≤ 1e-03) | yes |" in markdown
+    paths = plots.plot_tasks(written, tmp_path)
+    assert paths["MultiGPU"].read_bytes().startswith(b"\x89PNG")

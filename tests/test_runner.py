@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import notebook_fixtures
-from common import records
+from common import params, records
 from runner import report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,3 +213,24 @@ def test_pinning_fewer_threads_than_cores_narrows_the_cores_the_process_may_use(
     before, after, recorded, machine = map(int, result.stdout.split())
     # The record still names the machine by its cores, so its column does not change.
     assert (after, recorded) == (1, 1) and machine == before
+
+
+def test_multigpu_runs_on_one_and_all_devices_from_ram_and_disk(fault_notebooks):
+    """Four runs, each told its devices and pipeline, each record keeping what it was asked, each
+    executed notebook under its own name; --resume knows all four."""
+    folder, results, readme = fault_notebooks
+    notebook_fixtures.device_sweeping(folder / "PyTorch_MultiGPU.ipynb")
+    arguments = fault_run(fault_notebooks, "--tasks", "MultiGPU")
+    result = run_all(*arguments)
+    assert result.returncode == 0, result.stdout + result.stderr
+    written = records.read_records(results / "records.jsonl")
+    assert [r["settings"] for r in written] == [{"devices": d, "pipeline": p} for d, p in params.DEVICE_SWEEP]
+    assert [(r["params"]["pipeline"], r["metrics"]["devices"]) for r in written] == [
+        ("ram", 1), ("disk", 1), ("ram", 2), ("disk", 2)]
+    assert sorted(path.name for path in results.glob("notebooks/*/quick/PyTorch_MultiGPU*.ipynb")) == [
+        "PyTorch_MultiGPU.1-device.disk.ipynb", "PyTorch_MultiGPU.1-device.ram.ipynb",
+        "PyTorch_MultiGPU.all-devices.disk.ipynb", "PyTorch_MultiGPU.all-devices.ram.ipynb"]
+    assert "pytorch MultiGPU · all devices · disk: ok" in result.stdout
+    assert "| PyTorch | **10.0** img/s" in readme.read_text() and "| 25 % | 25 % |" in readme.read_text()  # 5 / (2 × 10)
+    resumed = run_all(*arguments, "--resume")
+    assert "4 already recorded, skipped" in resumed.stdout

@@ -7,12 +7,14 @@ import csv
 import gzip
 import io
 import os
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from common.loaders import sources
 from common.data_choice import DataUnavailable
+from common.paths import data_cache
 
 FOLDER_VARIABLE = "ROSETTA_CHESTXRAY_DIR"
 FINDINGS = ("Atelectasis", "Cardiomegaly", "Effusion", "Infiltration", "Mass", "Nodule",
@@ -79,3 +81,44 @@ def image_paths(folder=None):
     if not found:
         raise DataUnavailable(f"no PNG images under {folder}")
     return found
+
+
+SYNTHETIC_SIZE = 1024
+# Synthetic images are PNG files in the cache (a few hundred KB each): beyond this many the stand-in
+# would fill a disk for nothing, so larger requests are cut to it, and the source says so.
+SYNTHETIC_LIMIT = 4096
+
+
+def synthetic_image(name, size=SYNTHETIC_SIZE):
+    """A deterministic (size, size) uint8 greyscale stand-in for the X-ray `name`: two dark lung
+    fields in a brighter body, a soft gradient and grain, so that PNG decoding is real work."""
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    rows, columns = np.mgrid[0:size, 0:size].astype(np.float32) / size
+    image = 150 + 60 * rows + rng.normal(0, 4, (1, 1)).astype(np.float32) * columns
+    for centre in (0.32, 0.68):
+        shift = rng.uniform(-0.03, 0.03, 2)
+        lung = ((columns - centre - shift[0]) / 0.16) ** 2 + ((rows - 0.48 - shift[1]) / 0.30) ** 2
+        image -= 90 * np.exp(-lung ** 2)
+    image += rng.normal(0, 12, (size, size))
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def synthetic_pngs(names, size=SYNTHETIC_SIZE):
+    """Paths of PNG files holding synthetic_image(name) for each name, written once into the cache."""
+    from PIL import Image
+
+    folder = data_cache() / "chestxray" / f"synthetic-{size}"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths, missing = [], []
+    for name in names:
+        path = folder / name
+        paths.append(path)
+        if not path.exists():
+            missing.append((name, path))
+    if missing:
+        print(f"[data] writing {len(missing)} synthetic {size}×{size} X-ray PNGs into {folder} (once)")
+    for name, path in missing:
+        partial = path.with_suffix(".partial.png")
+        Image.fromarray(synthetic_image(name, size)).save(partial)
+        partial.replace(path)  # a crash never leaves a half-written PNG under the final name
+    return paths

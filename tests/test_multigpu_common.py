@@ -1,0 +1,100 @@
+"""The MultiGPU task's shared pieces: DenseNet-121's layout and start, the equivalence check, the
+images' augmentation and normalisation, the validation AUC, and the synthetic X-rays."""
+import numpy as np
+import pytest
+
+from common import densenet, flops, xray_images
+from common.loaders import chestxray
+from common.params import get_params
+
+
+def test_densenet121_has_its_120_convolutions_and_7_million_weights():
+    shapes = densenet.conv_shapes()
+    assert len(shapes) == 120
+    assert shapes[0] == (7, 7, 3, 64) and shapes[1] == (1, 1, 64, 128) and shapes[2] == (3, 3, 128, 32)
+    # The first transition halves the 64 + 6 × 32 = 256 channels of block 1.
+    assert shapes[13] == (1, 1, 256, 128)
+    weights = densenet.initial_weights(14)
+    total = sum(kernel.size for kernel in weights["convs"]) + weights["dense/kernel"].size + 14
+    assert total == 6_884_558  # torchvision's densenet121(num_classes=14) minus batch norm's 83,648
+    assert [kernel.shape for kernel in weights["convs"]] == shapes
+    # He-normal: each kernel's spread follows its fan-in.
+    assert weights["convs"][2].std() == pytest.approx(np.sqrt(2 / (9 * 128)), rel=0.05)
+    assert np.array_equal(densenet.initial_weights(14)["convs"][5], weights["convs"][5])
+
+
+def test_densenet121_work_is_the_published_2_9_gmacs():
+    assert flops.densenet121_multiply_adds(224) / 1e9 == pytest.approx(2.87, rel=0.02)
+    assert flops.flops_per_item("MultiGPU") == 2 * 3 * flops.densenet121_multiply_adds(224)
+
+
+def test_the_equivalence_check_holds_losses_and_checksum_to_its_bound():
+    same = densenet.data_parallel_check(([0.9, 0.7, 0.5], 12.0), ([0.9, 0.7, 0.5 + 1e-6], 12.0 + 1e-5), 2)
+    assert same["data_parallel_max_abs_error"] == pytest.approx(1e-5)
+    assert same["data_parallel_max_abs_error"] <= same["data_parallel_tolerance"]
+    assert same["data_parallel_loss_fell"] is True and same["data_parallel_devices"] == 2
+    apart = densenet.data_parallel_check(([0.9, 0.7, 0.5], 12.0), ([0.9, 0.72, 0.55], 15.0), 2)
+    assert apart["data_parallel_max_abs_error"] == pytest.approx(3.0)
+    assert apart["data_parallel_max_abs_error"] > apart["data_parallel_tolerance"]
+    stuck = densenet.data_parallel_check(([0.5, 0.5, 0.6], 1.0), ([0.5, 0.5, 0.6], 1.0), 2)
+    assert stuck["data_parallel_loss_fell"] is False
+    with pytest.raises(ValueError, match="2 losses on 2 devices, 3 on one"):
+        densenet.data_parallel_check(([1, 2, 3], 0.0), ([1, 2], 0.0), 2)
+    assert densenet.weights_checksum([np.ones((2, 3), np.float32), np.full(4, 0.5)]) == 8.0
+
+
+def test_a_training_view_depends_on_epoch_and_index_only():
+    image = np.arange(40 * 40, dtype=np.uint16).reshape(40, 40).astype(np.uint8)
+    view = xray_images.train_view(image, 32, epoch=0, index=7)
+    assert view.shape == (32, 32)
+    assert np.array_equal(view, xray_images.train_view(image, 32, epoch=0, index=7))
+    views = {xray_images.train_view(image, 32, epoch, 7).tobytes() for epoch in range(8)}
+    assert len(views) > 4  # crops and flips change from epoch to epoch
+    assert np.array_equal(xray_images.valid_view(image, 32), image[4:36, 4:36])
+
+
+def test_normalisation_repeats_the_grey_on_three_channels_in_either_layout():
+    params = get_params("MultiGPU", "smoke")
+    grey = np.full((2, 4, 4), 255, np.uint8)
+    nchw = xray_images.normalise(grey, params["image_mean"], params["image_sd"], "NCHW")
+    nhwc = xray_images.normalise(grey, params["image_mean"], params["image_sd"], "NHWC")
+    assert nchw.shape == (2, 3, 4, 4) and nhwc.shape == (2, 4, 4, 3) and nchw.dtype == np.float32
+    assert nchw[0, :, 0, 0] == pytest.approx((1 - np.array(params["image_mean"])) / params["image_sd"])
+    assert np.array_equal(nchw.transpose(0, 2, 3, 1), nhwc)
+    with pytest.raises(ValueError, match="layout"):
+        xray_images.normalise(grey, params["image_mean"], params["image_sd"], "HWC")
+
+
+def test_each_device_takes_an_equal_contiguous_slice_of_every_global_batch():
+    global_batches = np.arange(12).reshape(2, 6)
+    assert xray_images.rank_batches(global_batches, 0, 2).tolist() == [[0, 1, 2], [6, 7, 8]]
+    assert xray_images.rank_batches(global_batches, 1, 2).tolist() == [[3, 4, 5], [9, 10, 11]]
+    assert np.array_equal(xray_images.rank_batches(global_batches, 0, 1), global_batches)
+
+
+def test_mean_auc_is_the_rank_statistic_of_each_label_with_both_classes():
+    labels = np.array([[1, 0, 1], [0, 0, 1], [1, 0, 0], [0, 0, 0]], np.float32)
+    scores = np.array([[0.9, 0.1, 0.2], [0.1, 0.2, 0.8], [0.8, 0.3, 0.5], [0.2, 0.4, 0.5]])
+    assert xray_images.auc(labels[:, 0], scores[:, 0]) == 1.0
+    assert xray_images.auc(labels[:, 1], scores[:, 1]) is None  # one class only: no AUC
+    # Label 2: positives 0.2, 0.8 against negatives 0.5, 0.5: one win, one loss of each pair.
+    assert xray_images.auc(labels[:, 2], scores[:, 2]) == 0.5
+    assert xray_images.mean_auc(labels, scores) == 0.75
+    assert xray_images.auc([1, 0], [0.5, 0.5]) == 0.5  # a tie counts half
+    assert np.isnan(xray_images.mean_auc(np.zeros((3, 2)), np.ones((3, 2))))
+
+
+def test_synthetic_xrays_are_deterministic_pngs_decoded_and_resized_by_pillow(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROSETTA_CACHE", str(tmp_path))
+    image = chestxray.synthetic_image("00000001_000.png", size=64)
+    assert image.dtype == np.uint8 and image.shape == (64, 64)
+    assert np.array_equal(image, chestxray.synthetic_image("00000001_000.png", size=64))
+    assert not np.array_equal(image, chestxray.synthetic_image("00000002_000.png", size=64))
+    paths = chestxray.synthetic_pngs(["a.png", "b.png"], size=64)
+    assert [path.name for path in paths] == ["a.png", "b.png"] and all(path.exists() for path in paths)
+    assert np.array_equal(xray_images.decode(paths[0], 64), chestxray.synthetic_image("a.png", 64))
+    assert xray_images.decode_all([str(path) for path in paths], 40).shape == (2, 40, 40)
+    params = get_params("MultiGPU", "smoke")
+    x, y = xray_images.equivalence_batch(params, 4)
+    assert x.shape == (4, 3, 32, 32) and y.shape == (4, 14)
+    assert np.array_equal(x, xray_images.equivalence_batch(params, 4)[0])
