@@ -99,6 +99,12 @@ def parse_arguments(argv):
                         help="CPU threads every framework may use, pinned before it is imported "
                              "and read back into the record (default: the physical cores this "
                              "process may use; FCN5 runs once per count 1, 2, 4, … up to them)")
+    parser.add_argument("--devices", choices=("1", "all", "1,all"), default="1,all",
+                        help="MultiGPU: train on 1 device, on all of them (every visible GPU, or 2 CPU "
+                             "devices on a CPU-only host), or both (default: 1,all)")
+    parser.add_argument("--pipelines", type=comma_list(["ram", "disk"], "pipeline"), default=["ram", "disk"],
+                        help="MultiGPU: images held in RAM, decoded from PNG files per batch, or both "
+                             "(default: ram,disk)")
     parser.add_argument("--resume", action="store_true",
                         help="skip framework × task pairs that already have an ok record for "
                              "this hardware, profile and data choice")
@@ -333,12 +339,14 @@ class Runner:
             return probe.thread_sweep()
         return [self.threads]
 
-    @staticmethod
-    def settings(task):
+    def settings(self, task):
         """The notebook parameters a task is swept over besides threads, one dict per run: a
-        DEVICE_SWEEP_TASKS task (MultiGPU) runs on 1 and on all devices, from RAM and from disk."""
+        DEVICE_SWEEP_TASKS task (MultiGPU) runs on 1 and on all devices (devices 0), from RAM and
+        from disk, as far as --devices and --pipelines keep them."""
         if task in DEVICE_SWEEP_TASKS:
-            return [{"devices": devices, "pipeline": pipeline} for devices, pipeline in DEVICE_SWEEP]
+            wanted = {1 if name == "1" else 0 for name in self.arguments.devices.split(",")}
+            return [{"devices": devices, "pipeline": pipeline} for devices, pipeline in DEVICE_SWEEP
+                    if devices in wanted and pipeline in self.arguments.pipelines]
         return [{}]
 
     def plan(self):

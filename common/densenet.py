@@ -12,7 +12,8 @@ Equivalence: K steps on N devices with global batch B must train the same model 
 device with batch B, from the same weights, on the same fixed batch, batch norm's statistics
 frozen (the running ones, so that each device's half-batch statistics cannot differ from the whole
 batch's). `data_parallel_check` compares the K losses and a weight checksum (the float64 sum of
-every trainable weight afterwards).
+every trainable weight afterwards), each against its own bound. Only a run on several devices makes
+the check: a 1-device run exercises no engine.
 """
 import numpy as np
 
@@ -22,11 +23,15 @@ GROWTH_RATE = 32
 BOTTLENECK_WIDTH = 4 * GROWTH_RATE
 STEM_CHANNELS = 64
 FEATURES = 1024
-# Max abs difference of the losses and of the weight checksum between 1 and N devices. PyTorch's
-# DDP over 2 gloo processes: 2.2e-6 (smoke). Two replicas that never synchronise (each on its half
-# of the batch; measured as one device on half the batch, quick profile): 0.07 on the losses and 18
-# on the checksum of the 7 million weights.
-DATA_PARALLEL_TOLERANCE = 1e-2
+# Max abs difference of the K losses, and of the weight checksum, between 1 and N devices. Synchronised
+# (smoke and quick profiles): the losses agree to 1e-6 in every framework; the checksum to 2e-6
+# (PyTorch) up to 1e-2 (JAX), because Adam's first steps move each weight by about lr × sign(gradient):
+# where a gradient is nearly zero, float rounding of the all-reduce can flip its sign and move that
+# weight by 2 × lr = 2e-4. Two replicas that never synchronise (each on its half of the batch;
+# measured as one device on half the batch, quick profile) differ by 0.07 on the losses and by 18 on
+# the checksum of the 7 million weights.
+DATA_PARALLEL_TOLERANCE = 1e-3
+CHECKSUM_TOLERANCE = 0.1
 
 
 def conv_shapes():
@@ -68,8 +73,10 @@ def data_parallel_check(one_device, n_devices, devices):
     losses_1, losses_n = np.asarray(losses_1, np.float64), np.asarray(losses_n, np.float64)
     if losses_1.shape != losses_n.shape:
         raise ValueError(f"{losses_n.size} losses on {devices} devices, {losses_1.size} on one")
-    error = max(float(np.abs(losses_1 - losses_n).max()), abs(checksum_1 - checksum_n))
-    checks = {"data_parallel_max_abs_error": error, "data_parallel_tolerance": DATA_PARALLEL_TOLERANCE,
+    checks = {"data_parallel_max_abs_error": float(np.abs(losses_1 - losses_n).max()),
+              "data_parallel_tolerance": DATA_PARALLEL_TOLERANCE,
+              "data_parallel_checksum_max_abs_error": abs(checksum_1 - checksum_n),
+              "data_parallel_checksum_tolerance": CHECKSUM_TOLERANCE,
               "data_parallel_devices": devices, "data_parallel_losses": losses_n.tolist(),
               # Training one fixed batch: the losses must fall, or the steps taught nothing.
               "data_parallel_loss_fell": bool(losses_n[-1] < losses_n[0])}

@@ -27,7 +27,7 @@ _RUNNABLE = (
     Framework("gluon", "MXNet (Gluon)", "Gluon", "mxnet", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU")),
     Framework("mxnet", "MXNet (Module API)", "MXNet", "mxnet", ("CNN", "Inference", "RNN")),
     Framework("chainer", "Chainer", "Chainer", "chainer", ("CNN", "Inference", "RNN", "FCN5")),
-    Framework("paddle", "PaddlePaddle", "Paddle", "paddle", ("CNN", "Inference", "RNN", "FCN5"),
+    Framework("paddle", "PaddlePaddle", "Paddle", "paddle", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU"),
               variants={"CNN": ("to_static",)}),
     Framework("lasagne", "Theano + Lasagne", "Lasagne", "theano", ("CNN", "RNN", "FCN5")),
     Framework("keras_theano", "Keras 2 (Theano)", "Keras_Theano", "theano", ("CNN",)),

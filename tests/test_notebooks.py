@@ -19,6 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = [(framework.name, task, variant) for framework in RUNNABLE.values()
         for task in framework.tasks for variant in variants(framework, task)]
 UNITS = {"CNN": "images", "RNN": "sequences", "FCN5": "images"}
+# MultiGPU's whole device sweep (1 and all devices, RAM and disk) runs for PyTorch, whose launch path
+# is two gloo processes; the other frameworks' smoke runs take all devices from disk only (each
+# setting compiles DenseNet-121 afresh, minutes in JAX and TensorFlow).
+FULL_DEVICE_SWEEP = ("pytorch",)
 
 
 def run(folder, framework, tasks, data, *extra):
@@ -49,7 +53,8 @@ def smoke_record(tmp_path_factory):
     def get(framework, task, variant=DEFAULT_VARIANT, every_thread_count=False):
         if framework not in runs:
             folder = tmp_path_factory.mktemp(framework)
-            runs[framework] = run(folder, framework, RUNNABLE[framework].tasks, "synthetic")[1]
+            sweep = () if framework in FULL_DEVICE_SWEEP else ("--devices", "all", "--pipelines", "disk")
+            runs[framework] = run(folder, framework, RUNNABLE[framework].tasks, "synthetic", *sweep)[1]
         if every_thread_count:
             return [r for r in runs[framework] if (r["task"], r["variant"]) == (task, variant)]
         record = by_task(runs[framework]).get((task, variant))
@@ -100,10 +105,13 @@ def test_training_learns_to_its_target_and_matches_the_numpy_reference(smoke_rec
 
 @pytest.mark.parametrize("framework, task, variant", RUNS)
 def test_threads_are_pinned_and_read_back(smoke_record, framework, task, variant):
-    hardware = smoke_record(framework, task, variant)["hardware"]
+    record = smoke_record(framework, task, variant)
+    hardware = record["hardware"]
     # The runner's default: the physical cores (also the last count of FCN5's thread sweep).
     assert hardware["threads_pinned"] == probe.physical_cores() == hardware["threads"]
-    assert hardware["thread_settings"]["OMP_NUM_THREADS"] == str(hardware["threads_pinned"])
+    # MultiGPU on N CPU devices may give each device its share of the threads.
+    shares = {hardware["threads_pinned"], hardware["threads_pinned"] // record["metrics"].get("devices", 1)}
+    assert int(hardware["thread_settings"]["OMP_NUM_THREADS"]) in shares
 
 
 @pytest.mark.parametrize("framework", [framework for framework, task, _ in RUNS if task == "FCN5"])
@@ -134,11 +142,12 @@ def test_fcn5_runs_once_per_thread_count_and_times_every_mini_batch(smoke_record
 @pytest.mark.parametrize("framework", [framework for framework, task, _ in RUNS if task == "MultiGPU"])
 def test_multigpu_trains_one_model_on_one_and_all_devices_from_ram_and_disk(smoke_record, framework):
     """The runner's device sweep: 1 and all devices (params' cpu_devices here: PyTorch's are two
-    gloo processes), images from RAM and from PNG files. Every run proves that its devices train
-    the same model as one device, and the two pipelines feed the same pixels: one device's epoch
-    loss is the same from RAM as from disk."""
+    gloo processes), images from RAM and from PNG files. Every run on all devices proves that they
+    train the same model as one device, and the two pipelines feed the same pixels: one device's
+    epoch loss is the same from RAM as from disk."""
     written = smoke_record(framework, "MultiGPU", every_thread_count=True)
-    assert [(r["settings"]["devices"], r["settings"]["pipeline"]) for r in written] == list(params.DEVICE_SWEEP)
+    sweep = list(params.DEVICE_SWEEP) if framework in FULL_DEVICE_SWEEP else [(0, "disk")]
+    assert [(r["settings"]["devices"], r["settings"]["pipeline"]) for r in written] == sweep
     assert len({r["notebook"] for r in written}) == len(written)
     smoke = params.get_params("MultiGPU", "smoke")
     losses = {}
@@ -147,15 +156,18 @@ def test_multigpu_trains_one_model_on_one_and_all_devices_from_ram_and_disk(smok
         settings, metrics, checks = record["settings"], record["metrics"], record["checks"]
         devices = 1 if settings["devices"] == 1 else smoke["cpu_devices"]
         assert (metrics["devices"], record["params"]["pipeline"]) == (devices, settings["pipeline"])
-        assert checks["data_parallel_devices"] == smoke["cpu_devices"]
-        assert checks["data_parallel_max_abs_error"] <= checks["data_parallel_tolerance"]
-        assert checks["data_parallel_loss_fell"] is True
-        assert len(checks["data_parallel_losses"]) == smoke["equivalence_steps"]
+        if devices > 1:
+            assert checks["data_parallel_devices"] == smoke["cpu_devices"]
+            for name in ("data_parallel", "data_parallel_checksum"):
+                assert checks[f"{name}_max_abs_error"] <= checks[f"{name}_tolerance"]
+            assert checks["data_parallel_loss_fell"] is True
+            assert len(checks["data_parallel_losses"]) == smoke["equivalence_steps"]
         assert metrics["steps"] == smoke["epochs"] * (smoke["n_train"] // (devices * smoke["batch_size"]))
         assert metrics["images_per_second"] > 0 and np.isfinite(metrics["epoch_losses"]).all()
         assert 0 <= metrics["mean_auc"] <= 1
         losses[(metrics["devices"], settings["pipeline"])] = metrics["epoch_losses"]
-    assert losses[(1, "ram")] == pytest.approx(losses[(1, "disk")], abs=1e-5)
+    if framework in FULL_DEVICE_SWEEP:
+        assert losses[(1, "ram")] == pytest.approx(losses[(1, "disk")], abs=1e-5)
 
 
 @pytest.mark.parametrize("framework, variant", [(f, v) for f, t, v in RUNS if t == "RNN"])

@@ -272,7 +272,8 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     are listed; a run whose devices disagree is shown invalid; the plot is drawn."""
     from runner import plots
 
-    checks = {"data_parallel_max_abs_error": 1e-6, "data_parallel_tolerance": 1e-3, "data_parallel_loss_fell": True}
+    checks = {"data_parallel_max_abs_error": 1e-6, "data_parallel_tolerance": 1e-3, "data_parallel_loss_fell": True,
+              "data_parallel_checksum_max_abs_error": 2e-3, "data_parallel_checksum_tolerance": 0.1}
 
     def multigpu(framework, devices, pipeline, rate, **changes):
         made = record(task="MultiGPU", framework=framework, data="synthetic",
@@ -286,10 +287,14 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     assert report.validity(multigpu("pytorch", 0, "ram", 10.0)) == (True, "")
     assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks={})) == (
         False, "invalid: no data_parallel_max_abs_error check")
+    # A 1-device run exercises no engine: the runs on several devices carry the check.
+    assert report.validity(multigpu("pytorch", 1, "ram", 10.0, checks={})) == (True, "")
+    assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks=dict(checks, data_parallel_checksum_max_abs_error=18.0))) == (
+        False, "invalid: data_parallel_checksum error 18.0")
     assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks=dict(checks, data_parallel_loss_fell=False))) == (
         False, "invalid: the data-parallel check's loss did not fall")
     written = [multigpu("pytorch", 1, "ram", 10.0), multigpu("pytorch", 1, "disk", 8.0),
-               multigpu("pytorch", 0, "ram", 9.0), multigpu("pytorch", 0, "disk", 6.0),
+               multigpu("pytorch", 0, "ram", 9.0), multigpu("pytorch", 0, "disk", 6.0, checks=dict(checks, data_parallel_max_abs_error=2e-6)),
                multigpu("tensorflow", 1, "ram", 12.0),
                multigpu("tensorflow", 0, "ram", 11.0, checks=dict(checks, data_parallel_max_abs_error=0.5))]
     markdown = report.results_markdown(written)
@@ -300,7 +305,7 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     assert pytorch.endswith("| 45 % | 38 % |")  # 9 / (2 × 10), 6 / (2 × 8)
     tensorflow = next(line for line in markdown.splitlines() if line.startswith("| TensorFlow |"))
     assert "invalid: data_parallel error 0.5" in tensorflow and tensorflow.endswith("| — | — |")
-    assert "| PyTorch | 4 of 4 | 1.0e-06 (≤ 1e-03) | yes |" in markdown
-    assert "| TensorFlow | 1 of 2 | 5.0e-01 (≤ 1e-03) | yes |" in markdown
+    assert "| PyTorch | 4 of 4 | 2.0e-06 (≤ 1e-03) | 2.0e-03 (≤ 1e-01) | yes |" in markdown
+    assert "| TensorFlow | 1 of 2 | 5.0e-01 (≤ 1e-03) | 2.0e-03 (≤ 1e-01) | yes |" in markdown
     paths = plots.plot_tasks(written, tmp_path)
     assert paths["MultiGPU"].read_bytes().startswith(b"\x89PNG")
