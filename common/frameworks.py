@@ -52,6 +52,17 @@ UNAVAILABLE = (
               "needs a Julia install; no Julia in any reachable package registry"),
 )
 
+# Runnable frameworks that have no notebook for a task, and why: the task's table says so in their row.
+NOT_WRITTEN = {
+    "MultiGPU": {
+        "keras_tf": "no notebook yet: Keras 3 on TensorFlow would train under tf.distribute.MirroredStrategy, "
+                    "the engine of the TensorFlow row",
+        "chainer": "no notebook: ChainerMN needs MPI (mpi4py built against Open MPI, launched by mpiexec); "
+                   "not attempted",
+        "mxnet": "no notebook: the Module API's data parallelism is the context list and kvstore of the Gluon row",
+    },
+}
+
 FRAMEWORKS = {framework.name: framework for framework in _RUNNABLE + UNAVAILABLE}
 RUNNABLE = {framework.name: framework for framework in _RUNNABLE}
 

@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 from common.flops import flops_per_item
-from common.frameworks import FRAMEWORKS, UNAVAILABLE
+from common.frameworks import FRAMEWORKS, NOT_WRITTEN, UNAVAILABLE
 from common.params import DEVICE_SWEEP, DEVICE_SWEEP_TASKS, QUALITY_TARGETS, TASKS, THREAD_SWEEP_TASKS, data_set_name, get_params
 from common.probe import hardware_label
 
@@ -293,10 +293,12 @@ def task_table(task, task_cells, link=str):
 
 
 def unavailable_rows(task, n_columns):
-    """The 2018 rows of `task` that cannot run today, their reason in the first column."""
-    return [f"| {framework.title} | "
-            + " | ".join([f"cannot run here: {framework.reason}"] + ["—"] * (n_columns - 1)) + " |"
-            for framework in UNAVAILABLE if task in framework.tasks]
+    """The rows of `task` that have no figures: frameworks with no notebook for it (NOT_WRITTEN) and
+    the 2018 ones that cannot run today, their reason in the first column."""
+    reasons = [(FRAMEWORKS[name].title, reason) for name, reason in NOT_WRITTEN.get(task, {}).items()]
+    reasons += [(framework.title, f"cannot run here: {framework.reason}")
+                for framework in UNAVAILABLE if task in framework.tasks]
+    return [f"| {title} | " + " | ".join([reason] + ["—"] * (n_columns - 1)) + " |" for title, reason in reasons]
 
 
 def sweep_groups(task_cells):

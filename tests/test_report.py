@@ -307,5 +307,6 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     assert "invalid: data_parallel error 0.5" in tensorflow and tensorflow.endswith("| — | — |")
     assert "| PyTorch | 4 of 4 | 2.0e-06 (≤ 1e-03) | 2.0e-03 (≤ 1e-01) | yes |" in markdown
     assert "| TensorFlow | 1 of 2 | 5.0e-01 (≤ 1e-03) | 2.0e-03 (≤ 1e-01) | yes |" in markdown
+    assert "| Chainer | no notebook: ChainerMN needs MPI" in markdown
     paths = plots.plot_tasks(written, tmp_path)
     assert paths["MultiGPU"].read_bytes().startswith(b"\x89PNG")
