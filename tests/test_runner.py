@@ -43,8 +43,8 @@ def test_list_shows_the_matrix_with_the_rows_that_cannot_run():
     result = run_all("--list", timeout=60)
     assert result.returncode == 0
     lines = result.stdout.splitlines()
-    pytorch = next(line for line in lines if line.startswith("PyTorch"))
-    assert pytorch.split()[1] == "torch" and "ready" in pytorch and "no notebook" in pytorch
+    chainer = next(line for line in lines if line.startswith("Chainer"))
+    assert chainer.split()[1] == "chainer" and "ready" in chainer and "no notebook" in chainer  # no MultiGPU
     assert any(line.startswith("Caffe2") and "unavailable" in line for line in lines)
     assert "Julia (Knet): cannot run here" in result.stdout
 
