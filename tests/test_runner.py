@@ -133,9 +133,13 @@ def test_ctrl_c_stops_cleanly_and_keeps_finished_records(fault_notebooks):
     folder, results, readme = fault_notebooks
     (folder / "PyTorch_CNN.ipynb").unlink()
     # Unbuffered, so that a run that does not stop shows how far it got.
+    # SIGINT back to its default in the child: a suite started in the background of a
+    # non-interactive shell inherits it ignored, and Python then installs no KeyboardInterrupt
+    # handler, so the Ctrl-C below would never reach the runner (its CI hangs of 2026-11-30).
     process = subprocess.Popen([sys.executable, RUN_ALL, *fault_run(fault_notebooks)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                               env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     records_path = results / "records.jsonl"
     deadline = time.monotonic() + 120
     while not records.read_records(records_path) and time.monotonic() < deadline:
