@@ -164,17 +164,18 @@ def load_chestxray(n_train=None, n_valid=None, data="auto"):
         if len(train) > limit or len(valid) > limit // 4:
             print(f"[data] synthetic stand-in: at most {limit} train and {limit // 4} validation images")
             train, valid = train[:limit], valid[:limit // 4]
-        paths = {index: path for index, path in zip(
-            np.concatenate([train, valid]), chestxray.synthetic_pngs([names[i] for i in np.concatenate([train, valid])]))}
+        wanted = np.concatenate([train, valid])
+        paths = dict(zip(wanted, chestxray.synthetic_pngs([names[i] for i in wanted])))
         kind = "synthetic"
         source = ("synthetic 1024×1024 greyscale PNGs with the real ChestX-ray14 labels "
                   "(torchxrayvision's Data_Entry_2017_v2020.csv)")
     else:
-        missing = [names[i] for i in np.concatenate([train, valid]) if names[i] not in found]
+        wanted = np.concatenate([train, valid])
+        missing = [names[i] for i in wanted if names[i] not in found]
         if missing:
             raise DataUnavailable(f"{len(missing)} ChestX-ray14 images missing under "
                                   f"${chestxray.FOLDER_VARIABLE}, e.g. {missing[0]}")
-        paths = {index: found[names[index]] for index in np.concatenate([train, valid])}
+        paths = {index: found[names[index]] for index in wanted}
         kind, source = "real", "ChestX-ray14 (NIH), patient-wise split"
     return XrayData([str(paths[i]) for i in train], labels[train], [str(paths[i]) for i in valid],
                     labels[valid], kind, source)
