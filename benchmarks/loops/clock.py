@@ -1,0 +1,114 @@
+"""What every plain loop shares, and nothing more: the task's sizes from `common.params`, threads
+pinned the way the notebooks pin them, synthetic tensors, a clock, and one JSON line out.
+
+A plain loop is the yardstick of issue 11: the notebook's model, batch and optimiser, trained (or
+run forward) on random tensors of the same shapes by the shortest loop the framework's performance
+guide advises, with no timer windows, records, parity or data loading around it. Run as
+
+    python benchmarks/loops/<framework>.py TASK [--profile quick] [--threads N]
+
+it prints {"task": …, "unit": …, "items_per_second": …, "steps": …, "seconds": …} on its last line.
+`benchmarks/plain_loops.py` runs every loop in its framework's environment and compares.
+"""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for `common`
+
+import numpy as np  # noqa: E402
+
+from common import params as task_params  # noqa: E402
+from common import probe  # noqa: E402
+
+UNITS = {"CNN": "images", "Inference": "images", "RNN": "sequences", "FCN5": "images"}
+# Distinct synthetic batches a loop cycles through: enough that no cache holds one batch's
+# activations from the step before, few enough to build in a moment.
+N_BATCHES = 4
+
+
+class Loop:
+    def __init__(self, task, profile, threads):
+        self.task, self.profile = task, profile
+        self.params = task_params.get_params(task, profile)
+        self.threads = threads
+        self.unit = UNITS[task]
+
+    @property
+    def warmup_steps(self):
+        return self.params["warmup_batches" if self.task == "Inference" else "warmup_steps"]
+
+    @property
+    def timed_steps(self):
+        """As many steady steps as the notebook times under the same profile."""
+        if self.task == "Inference":
+            return self.params["n_batches"]
+        per_epoch = self.params["n_train"] // self.params["batch_size"]
+        return self.params["epochs"] * per_epoch - self.params["warmup_steps"]
+
+    @property
+    def batch_size(self):
+        return self.params["batch_size"]
+
+    def images(self, layout="NCHW", dtype=np.float32):
+        """N_BATCHES batches of random images (CNN, Inference) or flat vectors (FCN5), one array."""
+        shape = (self.params["layer_sizes"][0],) if self.task == "FCN5" else self.params["image_shape"]
+        if layout == "NHWC" and len(shape) == 3:
+            shape = (shape[1], shape[2], shape[0])
+        rng = np.random.default_rng(0)
+        return rng.random((N_BATCHES * self.batch_size, *shape), dtype=np.float32).astype(dtype)
+
+    def labels(self, dtype=np.int64):
+        n_classes = self.params["layer_sizes"][-1] if self.task == "FCN5" else self.params["n_classes"]
+        return np.random.default_rng(1).integers(0, n_classes, N_BATCHES * self.batch_size).astype(dtype)
+
+    def tokens(self, dtype=np.int32):
+        shape = (N_BATCHES * self.batch_size, self.params["sequence_length"])
+        return np.random.default_rng(2).integers(0, self.params["vocabulary_size"], shape).astype(dtype)
+
+    def batch(self, step, *arrays):
+        """Batch `step` (cycling) of each array."""
+        start = (step % N_BATCHES) * self.batch_size
+        chosen = tuple(array[start:start + self.batch_size] for array in arrays)
+        return chosen if len(chosen) > 1 else chosen[0]
+
+    def measure(self, step, sync=None):
+        """Run `step(i)` for the warm-up steps, then time the steady ones; `sync(result)` waits
+        for an asynchronous framework to finish the last step (JAX, TensorFlow, MXNet)."""
+        sync = sync or (lambda result: None)
+        result = None
+        for index in range(self.warmup_steps):
+            result = step(index)
+        sync(result)
+        start = time.perf_counter()
+        for index in range(self.warmup_steps, self.warmup_steps + self.timed_steps):
+            result = step(index)
+        sync(result)
+        return self.report(self.timed_steps * self.batch_size, time.perf_counter() - start)
+
+    def measure_call(self, warm_up, timed):
+        """For loops the framework runs itself (Keras `fit`, MXNet Module `fit`): `warm_up()` runs
+        the warm-up steps, `timed()` the steady ones."""
+        warm_up()
+        start = time.perf_counter()
+        timed()
+        return self.report(self.timed_steps * self.batch_size, time.perf_counter() - start)
+
+    def report(self, items, seconds):
+        result = {"task": self.task, "profile": self.profile, "threads": self.threads, "unit": self.unit,
+                  "items_per_second": items / seconds, "steps": self.timed_steps, "seconds": seconds}
+        print(json.dumps(result), flush=True)
+        return result
+
+
+def start(tasks):
+    """Parse the command line, pin the threads (before the framework is imported, as
+    `records.start` does in the notebooks) and return the Loop."""
+    parser = argparse.ArgumentParser(description="One plain loop of a framework (see benchmarks/loops/clock.py).")
+    parser.add_argument("task", choices=tasks)
+    parser.add_argument("--profile", default="quick", choices=task_params.PROFILES)
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads; 0: every core this process may use")
+    arguments = parser.parse_args()
+    return Loop(arguments.task, arguments.profile, probe.pin_threads(arguments.threads))
