@@ -755,7 +755,7 @@ class Runner:
 
     def regenerate(self):
         from common import records
-        from runner import install_costs, plots, reader, report
+        from runner import install_costs, plain_loops, plots, reader, report
 
         all_records = records.read_records(self.records_path)
         readme = self.arguments.readme
@@ -773,6 +773,9 @@ class Runner:
         markdown = report.results_markdown(all_records, plot_paths, link)
         if costs:
             markdown += "\n\n" + install_costs.markdown(costs)
+        loops_table = plain_loops.markdown(all_records, plain_loops.read(self.results))
+        if loops_table:
+            markdown += "\n\n" + loops_table
         report.update_readme(readme, markdown)
         print(f"[run] tables regenerated in {relative(readme)} from {len(all_records)} record(s)")
         docs = readme_folder / "docs"

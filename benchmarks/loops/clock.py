@@ -30,19 +30,23 @@ N_BATCHES = 4
 
 
 class Loop:
-    def __init__(self, task, profile, threads):
-        self.task, self.profile = task, profile
+    def __init__(self, task, profile, threads, steps=None):
+        self.task, self.profile, self.steps = task, profile, steps
         self.params = task_params.get_params(task, profile)
         self.threads = threads
         self.unit = UNITS[task]
 
     @property
     def warmup_steps(self):
+        if self.steps:
+            return 1
         return self.params["warmup_batches" if self.task == "Inference" else "warmup_steps"]
 
     @property
     def timed_steps(self):
         """As many steady steps as the notebook times under the same profile."""
+        if self.steps:
+            return self.steps
         if self.task == "Inference":
             return self.params["n_batches"]
         per_epoch = self.params["n_train"] // self.params["batch_size"]
@@ -110,5 +114,7 @@ def start(tasks):
     parser.add_argument("task", choices=tasks)
     parser.add_argument("--profile", default="quick", choices=task_params.PROFILES)
     parser.add_argument("--threads", type=int, default=0, help="CPU threads; 0: every core this process may use")
+    parser.add_argument("--steps", type=int, help="time this many steps after one warm-up step (the tests' check "
+                        "that the loop runs; not a measurement)")
     arguments = parser.parse_args()
-    return Loop(arguments.task, arguments.profile, probe.pin_threads(arguments.threads))
+    return Loop(arguments.task, arguments.profile, probe.pin_threads(arguments.threads), arguments.steps)

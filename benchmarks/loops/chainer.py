@@ -1,0 +1,137 @@
+"""Chainer's plain loops, as its Performance Best Practices advise on the CPU: type checks off
+(`chainer.config.type_check = False`), arrays on the device once, no per-step read of the loss,
+and `no_backprop_mode` with `train=False` for inference. (iDeep, the guide's CPU accelerator, has
+no build for this Python; the notebooks run without it too.)"""
+import sys
+from pathlib import Path
+
+import clock
+
+loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before chainer is imported
+# This file is itself named chainer.py: the framework's package must not resolve to it.
+sys.path = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
+
+import chainer  # noqa: E402
+import chainer.functions as F  # noqa: E402
+import chainer.links as L  # noqa: E402
+import numpy as np  # noqa: E402
+
+# No thread API in Chainer: OPENBLAS_NUM_THREADS (set by clock.start) sizes numpy's BLAS.
+chainer.config.type_check = False
+params = loop.params
+
+
+def train(model, optimizer, x, y):
+    optimizer.setup(model)
+
+    def step(index):
+        inputs, labels = loop.batch(index, x, y)
+        loss = F.softmax_cross_entropy(model(inputs), labels)
+        model.cleargrads()
+        loss.backward()
+        optimizer.update()
+        return loss
+
+    with chainer.using_config("train", True):
+        return loop.measure(step)
+
+
+class CNN(chainer.Chain):
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.conv1 = L.Convolution2D(3, 50, ksize=3, pad=1)
+            self.conv2 = L.Convolution2D(50, 50, ksize=3, pad=1)
+            self.conv3 = L.Convolution2D(50, 100, ksize=3, pad=1)
+            self.conv4 = L.Convolution2D(100, 100, ksize=3, pad=1)
+            self.dense1 = L.Linear(6400, 512)
+            self.dense2 = L.Linear(512, params["n_classes"])
+
+    def forward(self, x):
+        h = F.relu(self.conv1(x))
+        h = F.dropout(F.relu(F.max_pooling_2d(self.conv2(h), 2)), 0.25)
+        h = F.relu(self.conv3(h))
+        h = F.dropout(F.relu(F.max_pooling_2d(self.conv4(h), 2)), 0.25)
+        h = F.dropout(F.relu(self.dense1(h)), 0.5)
+        return self.dense2(h)
+
+
+def cnn():
+    optimizer = chainer.optimizers.MomentumSGD(lr=params["learning_rate"], momentum=params["momentum"])
+    return train(CNN(), optimizer, loop.images(), loop.labels(np.int32))
+
+
+class Bottleneck(chainer.Chain):
+    def __init__(self, n_in, filters, stride, epsilon):
+        super().__init__()
+        self.has_shortcut = stride != 1 or n_in != 4 * filters
+        with self.init_scope():
+            self.conv1 = L.Convolution2D(n_in, filters, 1, stride=stride)
+            self.bn1 = L.BatchNormalization(filters, eps=epsilon)
+            self.conv2 = L.Convolution2D(filters, filters, 3, pad=1)
+            self.bn2 = L.BatchNormalization(filters, eps=epsilon)
+            self.conv3 = L.Convolution2D(filters, 4 * filters, 1)
+            self.bn3 = L.BatchNormalization(4 * filters, eps=epsilon)
+            if self.has_shortcut:
+                self.conv0 = L.Convolution2D(n_in, 4 * filters, 1, stride=stride)
+                self.bn0 = L.BatchNormalization(4 * filters, eps=epsilon)
+
+    def forward(self, x):
+        shortcut = self.bn0(self.conv0(x)) if self.has_shortcut else x
+        h = F.relu(self.bn1(self.conv1(x)))
+        h = F.relu(self.bn2(self.conv2(h)))
+        return F.relu(self.bn3(self.conv3(h)) + shortcut)
+
+
+class ResNet50(chainer.Sequential):
+    def __init__(self, epsilon):
+        super().__init__(L.Convolution2D(3, 64, 7, stride=2, pad=3), L.BatchNormalization(64, eps=epsilon), F.relu,
+                         # cover_all=False: Keras' output size, as the notebook.
+                         lambda h: F.max_pooling_2d(h, 3, stride=2, pad=1, cover_all=False))
+        n_in = 64
+        for stage, n_blocks, filters in ((2, 3, 64), (3, 4, 128), (4, 6, 256), (5, 3, 512)):
+            for block in range(n_blocks):
+                self.append(Bottleneck(n_in, filters, 2 if block == 0 and stage > 2 else 1, epsilon))
+                n_in = 4 * filters
+        self.append(lambda h: F.mean(h, axis=(2, 3)))
+
+
+def inference():
+    model = ResNet50(params["bn_epsilon"])
+    x = loop.images()
+
+    def step(index):
+        return model(loop.batch(index, x))
+
+    with chainer.using_config("train", False), chainer.no_backprop_mode():
+        return loop.measure(step)
+
+
+class GRUClassifier(chainer.Chain):
+    def __init__(self):
+        super().__init__()
+        with self.init_scope():
+            self.embedding = L.EmbedID(params["vocabulary_size"], params["embedding_dim"])
+            self.gru = L.NStepGRU(1, params["embedding_dim"], params["hidden_units"], dropout=0.0)
+            self.dense = L.Linear(params["hidden_units"], params["n_classes"])
+
+    def forward(self, tokens):
+        # NStepGRU takes a list of (T, features) sequences, as in the notebook.
+        last_hidden, _ = self.gru(None, list(F.separate(self.embedding(tokens), axis=0)))
+        return self.dense(last_hidden[-1])
+
+
+def rnn():
+    optimizer = chainer.optimizers.Adam(alpha=params["learning_rate"], beta1=params["beta_1"],
+                                        beta2=params["beta_2"], eps=params["epsilon"])
+    return train(GRUClassifier(), optimizer, loop.tokens(), loop.labels(np.int32))
+
+
+def fcn5():
+    sizes = params["layer_sizes"]
+    model = chainer.Sequential(L.Linear(sizes[0], sizes[1]), F.sigmoid, L.Linear(sizes[1], sizes[2]), F.sigmoid,
+                               L.Linear(sizes[2], sizes[3]), F.sigmoid, L.Linear(sizes[3], sizes[4]))
+    return train(model, chainer.optimizers.SGD(lr=params["learning_rate"]), loop.images(), loop.labels(np.int32))
+
+
+{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5}[loop.task]()

@@ -1,0 +1,124 @@
+"""Keras 3's plain loops on the backend KERAS_BACKEND names (tensorflow, jax or torch), as its
+guides write them: `model.fit` on in-memory arrays, with no callback or compiled metric, compiled
+as the notebooks compile (TensorFlow graphs without XLA, jax.jit, torch eager; the same
+`steps_per_execution`), and `predict_on_batch` on a backend tensor for inference."""
+import os
+import sys
+
+import clock
+
+# This file is named after the framework: drop its folder from the path, so `import keras` finds Keras.
+sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry) != os.path.dirname(os.path.abspath(__file__))]
+loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before the backend is imported
+BACKEND = os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import numpy as np  # noqa: E402
+
+# The backend's thread and fp32 settings, as the notebooks' imports cell sets them.
+if BACKEND == "tensorflow":
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(loop.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(loop.threads)
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+elif BACKEND == "torch":
+    import torch
+
+    torch.set_num_threads(loop.threads)
+    torch.backends.cuda.matmul.fp32_precision = "ieee"
+    torch.backends.cudnn.fp32_precision = "ieee"
+elif BACKEND == "jax":
+    import jax
+
+    # No thread setting in JAX: XLA's pool follows the cores clock.start let the process use.
+    jax.config.update("jax_default_matmul_precision", "highest")
+
+import keras  # noqa: E402
+from keras import layers  # noqa: E402
+
+# TensorFlow: graphs without XLA (the default variant); JAX: "auto" is jax.jit; torch: "auto" is eager.
+JIT_COMPILE = False if BACKEND == "tensorflow" else "auto"
+params = loop.params
+
+
+def train(model, optimizer, x, y):
+    # The notebooks' CNN and RNN run a sixth of the steady steps per execution (their timer
+    # window); torch's trainer allows only 1, and FCN5 keeps the default 1.
+    multi_step = BACKEND != "torch" and loop.task != "FCN5"
+    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=JIT_COMPILE, steps_per_execution=max(1, loop.timed_steps // 6) if multi_step else 1)
+
+    def arrays(steps):
+        """`steps` batches, cycling through the synthetic ones, as fit's input."""
+        return [np.resize(array, (steps * loop.batch_size, *array.shape[1:])) for array in (x, y)]
+
+    def fit(inputs, labels):
+        model.fit(inputs, labels, batch_size=loop.batch_size, epochs=1, shuffle=False, verbose=0)
+
+    warm_up, timed = arrays(loop.warmup_steps), arrays(loop.timed_steps)
+    return loop.measure_call(lambda: fit(*warm_up), lambda: fit(*timed))
+
+
+def cnn():
+    channels, height, width = params["image_shape"]
+    model = keras.Sequential([
+        keras.Input(shape=(height, width, channels)),
+        layers.Conv2D(50, 3, padding="same", activation="relu"), layers.Conv2D(50, 3, padding="same"),
+        layers.MaxPooling2D(2), layers.ReLU(), layers.Dropout(0.25),
+        layers.Conv2D(100, 3, padding="same", activation="relu"), layers.Conv2D(100, 3, padding="same"),
+        layers.MaxPooling2D(2), layers.ReLU(), layers.Dropout(0.25),
+        layers.Flatten(), layers.Dense(512, activation="relu"), layers.Dropout(0.5), layers.Dense(params["n_classes"]),
+    ])
+    optimizer = keras.optimizers.SGD(learning_rate=params["learning_rate"], momentum=params["momentum"])
+    return train(model, optimizer, loop.images(layout="NHWC"), loop.labels())
+
+
+def bottleneck(x, filters, stride, epsilon):
+    shortcut = x
+    if stride != 1 or x.shape[-1] != 4 * filters:
+        shortcut = layers.BatchNormalization(epsilon=epsilon)(layers.Conv2D(4 * filters, 1, strides=stride)(x))
+    x = layers.ReLU()(layers.BatchNormalization(epsilon=epsilon)(layers.Conv2D(filters, 1, strides=stride)(x)))
+    x = layers.ReLU()(layers.BatchNormalization(epsilon=epsilon)(layers.Conv2D(filters, 3, padding="same")(x)))
+    x = layers.BatchNormalization(epsilon=epsilon)(layers.Conv2D(4 * filters, 1)(x))
+    return layers.ReLU()(layers.Add()([shortcut, x]))
+
+
+def inference():
+    epsilon = params["bn_epsilon"]
+    channels, height, width = params["image_shape"]
+    inputs = keras.Input(shape=(height, width, channels))
+    x = layers.Conv2D(64, 7, strides=2)(layers.ZeroPadding2D(3)(inputs))
+    x = layers.ReLU()(layers.BatchNormalization(epsilon=epsilon)(x))
+    x = layers.MaxPooling2D(3, strides=2)(layers.ZeroPadding2D(1)(x))
+    for stage, n_blocks, filters in ((2, 3, 64), (3, 4, 128), (4, 6, 256), (5, 3, 512)):
+        for block in range(n_blocks):
+            x = bottleneck(x, filters, 2 if block == 0 and stage > 2 else 1, epsilon)
+    model = keras.Model(inputs, layers.GlobalAveragePooling2D()(x))
+    model.compile(jit_compile=JIT_COMPILE)
+    # Backend tensors made once; predict_on_batch returns numpy, so each call has finished.
+    images = keras.ops.convert_to_tensor(loop.images(layout="NHWC"))
+    batches = [loop.batch(index, images) for index in range(clock.N_BATCHES)]
+    return loop.measure(lambda index: model.predict_on_batch(batches[index % clock.N_BATCHES]))
+
+
+def rnn():
+    model = keras.Sequential([
+        keras.Input(shape=(params["sequence_length"],), dtype="int32"),
+        layers.Embedding(params["vocabulary_size"], params["embedding_dim"]),
+        layers.GRU(params["hidden_units"]),  # the defaults, as the notebook: cuDNN's kernel where it can
+        layers.Dense(params["n_classes"]),
+    ])
+    optimizer = keras.optimizers.Adam(learning_rate=params["learning_rate"], beta_1=params["beta_1"],
+                                      beta_2=params["beta_2"], epsilon=params["epsilon"])
+    return train(model, optimizer, loop.tokens(), loop.labels())
+
+
+def fcn5():
+    sizes = params["layer_sizes"]
+    model = keras.Sequential([keras.Input(shape=(sizes[0],)),
+                              *[layers.Dense(size, activation="sigmoid") for size in sizes[1:-1]],
+                              layers.Dense(sizes[-1])])
+    return train(model, keras.optimizers.SGD(learning_rate=params["learning_rate"]), loop.images(), loop.labels())
+
+
+{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5}[loop.task]()

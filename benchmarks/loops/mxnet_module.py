@@ -1,0 +1,116 @@
+"""MXNet Module API's plain loops: the symbolic graph bound once at the batch shape, then
+`forward_backward` + `update` per batch, as the notebooks drive it (rather than `Module.fit`, whose
+per-batch metric reads every output back to the host), with the batches already on the device and
+no read of the loss per step: the engine runs asynchronously and `mx.nd.waitall` waits for the
+last step. Inference is `forward(is_train=False)` on a module bound for inference only."""
+import clock
+
+loop = clock.start(("CNN", "Inference", "RNN"))  # pins OMP_NUM_THREADS before mxnet is imported
+
+import mxnet as mx  # noqa: E402
+
+# MXNet has no thread-count call: its OpenMP pool is sized from OMP_NUM_THREADS at import, as in
+# the notebooks (MXNet's default without it is half the cores: one thread on two).
+params = loop.params
+ctx = mx.cpu()
+mx.random.seed(0)
+
+
+def sync(result):
+    mx.nd.waitall()
+
+
+def bind(symbol, data_shape, for_training=True):
+    labels = ["softmax_label"] if for_training else None
+    module = mx.mod.Module(symbol, context=ctx, data_names=["data"], label_names=labels)
+    module.bind(data_shapes=[("data", data_shape)],
+                label_shapes=[("softmax_label", (loop.batch_size,))] if for_training else None,
+                for_training=for_training)
+    module.init_params(mx.init.Xavier())
+    return module
+
+
+def train(symbol, optimizer, settings, x, y):
+    module = bind(symbol, (loop.batch_size,) + x.shape[1:])
+    # Given by name, the optimizer gets rescale_grad = 1 / batch size from the module (no kvstore
+    # on one device).
+    module.init_optimizer(optimizer=optimizer, optimizer_params=settings)
+    # Labels float32, the dtype SoftmaxOutput's label takes; one DataBatch per distinct batch.
+    x, y = mx.nd.array(x, ctx=ctx), mx.nd.array(y, ctx=ctx, dtype="float32")
+    data = [mx.io.DataBatch(data=[inputs], label=[labels])
+            for inputs, labels in (loop.batch(index, x, y) for index in range(clock.N_BATCHES))]
+
+    def step(index):
+        module.forward_backward(data[index % clock.N_BATCHES])
+        module.update()
+
+    return loop.measure(step, sync)
+
+
+def cnn():
+    net = mx.sym.Variable("data")
+    for name, filters in (("conv1", 50), ("conv2", 50), ("conv3", 100), ("conv4", 100)):
+        net = mx.sym.Convolution(net, kernel=(3, 3), pad=(1, 1), num_filter=filters, name=name)
+        if name in ("conv2", "conv4"):
+            net = mx.sym.Pooling(net, kernel=(2, 2), stride=(2, 2), pool_type="max")
+        net = mx.sym.Activation(net, act_type="relu")
+        if name in ("conv2", "conv4"):
+            net = mx.sym.Dropout(net, p=0.25)
+    net = mx.sym.FullyConnected(mx.sym.flatten(net), num_hidden=512, name="dense1")
+    net = mx.sym.Dropout(mx.sym.Activation(net, act_type="relu"), p=0.5)
+    net = mx.sym.FullyConnected(net, num_hidden=params["n_classes"], name="dense2")
+    return train(mx.sym.SoftmaxOutput(net, name="softmax"), "sgd",
+                 {"learning_rate": params["learning_rate"], "momentum": params["momentum"]},
+                 loop.images(), loop.labels())
+
+
+def conv_bn(x, name, n_out, kernel, stride, epsilon):
+    x = mx.sym.Convolution(x, kernel=(kernel, kernel), stride=(stride, stride), pad=(kernel // 2, kernel // 2),
+                           num_filter=n_out, name=f"{name}_conv")
+    return mx.sym.BatchNorm(x, eps=epsilon, fix_gamma=False, name=f"{name}_bn")  # fix_gamma: MXNet pins gamma to 1
+
+
+def inference():
+    epsilon = params["bn_epsilon"]
+    x = mx.sym.relu(conv_bn(mx.sym.Variable("data"), "conv1", 64, 7, 2, epsilon))
+    x = mx.sym.Pooling(x, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="max")
+    n_in = 64
+    for stage, n_blocks, filters in ((2, 3, 64), (3, 4, 128), (4, 6, 256), (5, 3, 512)):
+        for block in range(1, n_blocks + 1):
+            name, stride = f"conv{stage}_block{block}", 2 if block == 1 and stage > 2 else 1
+            shortcut = conv_bn(x, f"{name}_0", 4 * filters, 1, stride, epsilon) if stride != 1 or n_in != 4 * filters else x
+            out = mx.sym.relu(conv_bn(x, f"{name}_1", filters, 1, stride, epsilon))
+            out = mx.sym.relu(conv_bn(out, f"{name}_2", filters, 3, 1, epsilon))
+            x = mx.sym.relu(conv_bn(out, f"{name}_3", 4 * filters, 1, 1, epsilon) + shortcut)
+            n_in = 4 * filters
+    x = mx.sym.flatten(mx.sym.Pooling(x, kernel=(1, 1), global_pool=True, pool_type="avg"))
+    images = loop.images()
+    module = bind(x, (loop.batch_size,) + images.shape[1:], for_training=False)
+    images = mx.nd.array(images, ctx=ctx)
+    data = [mx.io.DataBatch(data=[loop.batch(index, images)]) for index in range(clock.N_BATCHES)]
+
+    def step(index):
+        module.forward(data[index % clock.N_BATCHES], is_train=False)
+
+    return loop.measure(step, sync)
+
+
+def rnn():
+    units = params["hidden_units"]
+    embedded = mx.sym.Embedding(mx.sym.Variable("data"), input_dim=params["vocabulary_size"],
+                                output_dim=params["embedding_dim"], name="embedding")
+    # The fused RNN operator (oneDNN's GRU on this build), time-major, on one packed parameter
+    # vector, from a zero state whose batch size (0) is inferred at bind.
+    gru = mx.sym.RNN(mx.sym.swapaxes(embedded, 0, 1), mx.sym.Variable("gru_parameters", init=mx.init.Uniform(0.1)),
+                     mx.sym.zeros(shape=(1, 0, units)), state_size=units, num_layers=1, mode="gru",
+                     state_outputs=True, name="gru")
+    logits = mx.sym.FullyConnected(mx.sym.reshape(gru[1], shape=(-1, units)), num_hidden=params["n_classes"],
+                                   name="dense")
+    # Token ids as float32, the embedding weight's dtype, as the notebook gives them.
+    return train(mx.sym.SoftmaxOutput(logits, name="softmax"), "adam",
+                 {"learning_rate": params["learning_rate"], "beta1": params["beta_1"], "beta2": params["beta_2"],
+                  "epsilon": params["epsilon"]},
+                 loop.tokens(dtype="float32"), loop.labels())
+
+
+{"CNN": cnn, "Inference": inference, "RNN": rnn}[loop.task]()

@@ -1,0 +1,113 @@
+"""PaddlePaddle's plain loops in its dynamic graph (the notebooks' default variant): tensors on
+the device once, gradients cleared by dropping them (`clear_grad(set_to_zero=False)`, as Paddle's
+PyTorch-conversion guide maps `zero_grad(set_to_none=True)`), no per-step `.item()`, and
+`paddle.no_grad` with `eval()` for inference."""
+import sys
+import warnings
+from pathlib import Path
+
+import clock
+
+loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before paddle is imported
+# This file is itself named paddle.py: the framework's package must not resolve to it.
+sys.path = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
+warnings.filterwarnings("ignore", message="No ccache found")
+
+import paddle  # noqa: E402
+from paddle import nn  # noqa: E402
+
+# No public thread API: Paddle's CPU kernels read FLAGS_paddle_num_threads (set by clock.start) at import.
+paddle.set_device("cpu")
+params = loop.params
+
+
+def train(model, optimizer, x, y):
+    x, y = paddle.to_tensor(x), paddle.to_tensor(y)
+    loss_fn = nn.CrossEntropyLoss()
+    model.train()
+
+    def step(index):
+        inputs, labels = loop.batch(index, x, y)
+        loss = loss_fn(model(inputs), labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad(set_to_zero=False)
+        return loss
+
+    return loop.measure(step)
+
+
+def cnn():
+    model = nn.Sequential(
+        nn.Conv2D(3, 50, 3, padding="same"), nn.ReLU(),
+        nn.Conv2D(50, 50, 3, padding="same"), nn.MaxPool2D(2), nn.ReLU(), nn.Dropout(0.25),
+        nn.Conv2D(50, 100, 3, padding="same"), nn.ReLU(),
+        nn.Conv2D(100, 100, 3, padding="same"), nn.MaxPool2D(2), nn.ReLU(), nn.Dropout(0.25),
+        nn.Flatten(), nn.Linear(6400, 512), nn.ReLU(), nn.Dropout(0.5), nn.Linear(512, params["n_classes"]),
+    )
+    optimizer = paddle.optimizer.Momentum(learning_rate=params["learning_rate"], momentum=params["momentum"],
+                                          parameters=model.parameters())
+    return train(model, optimizer, loop.images(), loop.labels())
+
+
+class Bottleneck(nn.Layer):
+    def __init__(self, n_in, filters, stride, epsilon):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2D(n_in, filters, 1, stride), nn.BatchNorm2D(filters, epsilon=epsilon), nn.ReLU(),
+            nn.Conv2D(filters, filters, 3, padding=1), nn.BatchNorm2D(filters, epsilon=epsilon), nn.ReLU(),
+            nn.Conv2D(filters, 4 * filters, 1), nn.BatchNorm2D(4 * filters, epsilon=epsilon))
+        self.shortcut = (nn.Sequential(nn.Conv2D(n_in, 4 * filters, 1, stride), nn.BatchNorm2D(4 * filters, epsilon=epsilon))
+                         if stride != 1 or n_in != 4 * filters else nn.Identity())
+
+    def forward(self, x):
+        return nn.functional.relu(self.body(x) + self.shortcut(x))
+
+
+def inference():
+    epsilon = params["bn_epsilon"]
+    layers = [nn.Conv2D(3, 64, 7, 2, 3), nn.BatchNorm2D(64, epsilon=epsilon), nn.ReLU(), nn.MaxPool2D(3, 2, 1)]
+    n_in = 64
+    for stage, n_blocks, filters in ((2, 3, 64), (3, 4, 128), (4, 6, 256), (5, 3, 512)):
+        for block in range(n_blocks):
+            layers.append(Bottleneck(n_in, filters, 2 if block == 0 and stage > 2 else 1, epsilon))
+            n_in = 4 * filters
+    model = nn.Sequential(*layers, nn.AdaptiveAvgPool2D(1), nn.Flatten())
+    model.eval()
+    x = paddle.to_tensor(loop.images())
+
+    @paddle.no_grad()
+    def step(index):
+        return model(loop.batch(index, x))
+
+    return loop.measure(step)
+
+
+class GRUClassifier(nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(params["vocabulary_size"], params["embedding_dim"])
+        # One fused `rnn` op (could_use_cudnn holds on the CPU too), as in the notebook.
+        self.gru = nn.GRU(params["embedding_dim"], params["hidden_units"])
+        self.dense = nn.Linear(params["hidden_units"], params["n_classes"])
+
+    def forward(self, tokens):
+        return self.dense(self.gru(self.embedding(tokens))[1][-1])
+
+
+def rnn():
+    model = GRUClassifier()
+    optimizer = paddle.optimizer.Adam(learning_rate=params["learning_rate"], beta1=params["beta_1"],
+                                      beta2=params["beta_2"], epsilon=params["epsilon"], parameters=model.parameters())
+    return train(model, optimizer, loop.tokens(dtype="int64"), loop.labels())
+
+
+def fcn5():
+    sizes = params["layer_sizes"]
+    model = nn.Sequential(nn.Linear(sizes[0], sizes[1]), nn.Sigmoid(), nn.Linear(sizes[1], sizes[2]), nn.Sigmoid(),
+                          nn.Linear(sizes[2], sizes[3]), nn.Sigmoid(), nn.Linear(sizes[3], sizes[4]))
+    optimizer = paddle.optimizer.SGD(learning_rate=params["learning_rate"], parameters=model.parameters())
+    return train(model, optimizer, loop.images(), loop.labels())
+
+
+{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5}[loop.task]()
