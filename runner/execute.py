@@ -22,6 +22,10 @@ def main(argv=None):
 
     import logging
 
+    # jsonschema (under nbformat) imports the optional IRI format checker rfc3987-syntax when it is
+    # installed (the `jupyter` metapackage brings it), and that builds a Lark grammar at import: 1.0 s
+    # of every notebook's start, for a format no notebook schema uses. Marked absent, it is skipped.
+    sys.modules.setdefault("rfc3987_syntax", None)
     import papermill
     from nbclient.exceptions import CellTimeoutError
 
