@@ -49,30 +49,52 @@ class Timer:
         self.window_rates = []
         self.window_step_seconds = []  # each window's seconds per step
         self.warmup_steps_done = 0  # warm-up ends after the call that reaches warmup_steps
+        self.call_overhead_seconds = 0.0  # see enclosing_call
         self._window = [0, 0, 0.0]  # steps, items, seconds of the open window
         self._start = None
         self._steady_start = None
         self._window_start = None
+        self._cpu_start = None
 
     @contextlib.contextmanager
     def running(self):
         """Time the enclosed block; steady-state time starts once warm-up is over."""
-        self.sync()
-        cpu_start = time.process_time()
-        self._start = time.perf_counter()
-        steady = self.steps >= self.warmup_steps
-        self._steady_start = self._window_start = self._start if steady else None
+        self.start()
         try:
             yield self
         finally:
-            self.sync()
-            end = time.perf_counter()
-            self.cpu_seconds += time.process_time() - cpu_start
-            self.total_seconds += end - self._start
-            if self._steady_start is not None:
-                self.steady_seconds += end - self._steady_start
-                self._window[2] += end - self._window_start
-            self._start = None
+            self.stop()
+
+    def start(self):
+        """Start timing: `running()`'s entry, for a framework that runs the loop itself and calls
+        back when its first step begins (Keras' on_train_begin)."""
+        self.sync()
+        self._cpu_start = time.process_time()
+        self._start = time.perf_counter()
+        steady = self.steps >= self.warmup_steps
+        self._steady_start = self._window_start = self._start if steady else None
+
+    def stop(self):
+        """Stop timing: `running()`'s exit (Keras' on_train_end)."""
+        self.sync()
+        end = time.perf_counter()
+        self.cpu_seconds += time.process_time() - self._cpu_start
+        self.total_seconds += end - self._start
+        if self._steady_start is not None:
+            self.steady_seconds += end - self._steady_start
+            self._window[2] += end - self._window_start
+        self._start = None
+
+    @contextlib.contextmanager
+    def enclosing_call(self):
+        """Around a call that starts and stops the timer itself (Keras' `fit` with a callback):
+        whatever the call does before its first step and after its last (building and tearing
+        down its input pipeline) is kept apart, in the summary's `call_overhead_seconds`."""
+        timed_before, started = self.total_seconds, time.perf_counter()
+        try:
+            yield self
+        finally:
+            self.call_overhead_seconds += time.perf_counter() - started - (self.total_seconds - timed_before)
 
     def step(self, n_items, n_steps=1):
         """Count `n_steps` finished steps of `n_items` items in all (images, sequences)."""
@@ -120,6 +142,8 @@ class Timer:
             # Cores kept busy on average: above the pinned threads, the pinning did not hold.
             "cpus_busy": self.cpu_seconds / self.total_seconds if self.total_seconds > 0 else None,
         }
+        if self.call_overhead_seconds:
+            metrics["call_overhead_seconds"] = self.call_overhead_seconds
         return {prefix + name: value for name, value in metrics.items()}
 
 

@@ -124,3 +124,26 @@ def test_the_cores_a_run_kept_busy_are_measured(monkeypatch):
             timer.step(1)
     cpu.now += 50.0  # not timed
     assert timer.summary()["cpus_busy"] == pytest.approx(2.0)
+
+
+def test_a_call_that_runs_the_loop_itself_keeps_its_set_up_and_teardown_apart(monkeypatch):
+    """Keras' fit: the callback starts the timer at the first step and stops it after the last;
+    the 2 s before and 3 s after (input pipeline built and torn down) are call overhead, never
+    steady time."""
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    timer = timing.Timer(warmup_steps=1, window_steps=1)
+    for _ in range(2):  # two fit calls, one per epoch
+        with timer.enclosing_call():
+            clock.now += 2.0
+            timer.start()
+            for _ in range(2):
+                clock.now += 1.0
+                timer.step(8)
+            timer.stop()
+            clock.now += 3.0
+    summary = timer.summary(unit="images")
+    assert summary["timed_seconds"] == pytest.approx(4.0)
+    assert summary["call_overhead_seconds"] == pytest.approx(10.0)
+    assert summary["images_per_second"] == pytest.approx(24 / 3.0)
+    assert "call_overhead_seconds" not in timing.Timer().summary()
