@@ -2,14 +2,10 @@
 (`chainer.config.type_check = False`), arrays on the device once, no per-step read of the loss,
 and `no_backprop_mode` with `train=False` for inference. (iDeep, the guide's CPU accelerator, has
 no build for this Python; the notebooks run without it too.)"""
-import sys
-from pathlib import Path
 
 import clock
 
 loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before chainer is imported
-# This file is itself named chainer.py: the framework's package must not resolve to it.
-sys.path = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
 
 import chainer  # noqa: E402
 import chainer.functions as F  # noqa: E402

@@ -16,7 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for `common`
+LOOPS_DIR = Path(__file__).resolve().parent
+# The repository root first, for `common`; this folder out: a loop is named after its framework
+# (tensorflow.py), and with its folder on the path `import tensorflow` would import the loop itself.
+sys.path[:] = [str(LOOPS_DIR.parents[1])] + [entry for entry in sys.path if Path(entry or ".").resolve() != LOOPS_DIR]
 
 import numpy as np  # noqa: E402
 

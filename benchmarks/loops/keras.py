@@ -3,12 +3,9 @@ guides write them: `model.fit` on in-memory arrays, with no callback or compiled
 as the notebooks compile (TensorFlow graphs without XLA, jax.jit, torch eager; the same
 `steps_per_execution`), and `predict_on_batch` on a backend tensor for inference."""
 import os
-import sys
 
 import clock
 
-# This file is named after the framework: drop its folder from the path, so `import keras` finds Keras.
-sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry) != os.path.dirname(os.path.abspath(__file__))]
 loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before the backend is imported
 BACKEND = os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
@@ -48,15 +45,23 @@ def train(model, optimizer, x, y):
     model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   jit_compile=JIT_COMPILE, steps_per_execution=max(1, loop.timed_steps // 6) if multi_step else 1)
 
-    def arrays(steps):
-        """`steps` batches, cycling through the synthetic ones, as fit's input."""
-        return [np.resize(array, (steps * loop.batch_size, *array.shape[1:])) for array in (x, y)]
+    def data(steps):
+        """fit's input: `steps` batches, cycling through the synthetic ones."""
+        if BACKEND == "tensorflow":
+            # Not numpy arrays: fit wraps them in an autotuned tf.data pipeline, and the autotuner's
+            # thread makes fit's return wait for it (seconds). The same batches, autotuning off:
+            options = tf.data.Options()
+            options.autotune.enabled = False
+            dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(loop.batch_size).repeat().take(steps)
+            return {"x": dataset.with_options(options)}
+        x_steps, y_steps = (np.resize(array, (steps * loop.batch_size, *array.shape[1:])) for array in (x, y))
+        return {"x": x_steps, "y": y_steps, "batch_size": loop.batch_size}
 
-    def fit(inputs, labels):
-        model.fit(inputs, labels, batch_size=loop.batch_size, epochs=1, shuffle=False, verbose=0)
+    def fit(inputs):
+        model.fit(**inputs, epochs=1, shuffle=False, verbose=0)
 
-    warm_up, timed = arrays(loop.warmup_steps), arrays(loop.timed_steps)
-    return loop.measure_call(lambda: fit(*warm_up), lambda: fit(*timed))
+    warm_up, timed = data(loop.warmup_steps), data(loop.timed_steps)
+    return loop.measure_call(lambda: fit(warm_up), lambda: fit(timed))
 
 
 def cnn():

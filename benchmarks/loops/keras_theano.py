@@ -6,14 +6,10 @@ callbacks after every batch whatever the loop."""
 import collections
 import collections.abc
 import os
-import sys
-from pathlib import Path
 
 import clock
 
 loop = clock.start(("CNN",))  # pins the threads before Theano is imported
-# This folder holds loops named after packages (keras.py, lasagne.py): imports must not resolve to them.
-sys.path = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
 
 from common import paths  # noqa: E402
 

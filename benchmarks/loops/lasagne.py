@@ -5,13 +5,10 @@ import os
 import sys
 import types
 import warnings
-from pathlib import Path
 
 import clock
 
 loop = clock.start(("CNN", "RNN", "FCN5"))  # pins the threads before Theano is imported
-# This file is itself named lasagne.py: the framework's package must not resolve to it.
-sys.path = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
 
 from common import paths  # noqa: E402
 

@@ -2,13 +2,9 @@
 (random weights) in one InferenceSession with every graph optimisation on and its intra-op pool at
 the pinned threads, inputs placed on the session's device once and bound with I/O binding (made
 once per batch, outside the loop), so each step is only `run_with_iobinding`."""
-import sys
-from pathlib import Path
 
 import clock
 
-# This file's folder, first on sys.path, would make `import onnxruntime` import this file itself.
-sys.path = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
 loop = clock.start(("Inference",))  # pins the threads before onnxruntime is imported
 
 import numpy as np  # noqa: E402

@@ -2,15 +2,11 @@
 the device once, gradients cleared by dropping them (`clear_grad(set_to_zero=False)`, as Paddle's
 PyTorch-conversion guide maps `zero_grad(set_to_none=True)`), no per-step `.item()`, and
 `paddle.no_grad` with `eval()` for inference."""
-import sys
 import warnings
-from pathlib import Path
 
 import clock
 
 loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before paddle is imported
-# This file is itself named paddle.py: the framework's package must not resolve to it.
-sys.path = [entry for entry in sys.path if Path(entry or ".").resolve() != Path(__file__).resolve().parent]
 warnings.filterwarnings("ignore", message="No ccache found")
 
 import paddle  # noqa: E402
@@ -57,7 +53,8 @@ class Bottleneck(nn.Layer):
             nn.Conv2D(n_in, filters, 1, stride), nn.BatchNorm2D(filters, epsilon=epsilon), nn.ReLU(),
             nn.Conv2D(filters, filters, 3, padding=1), nn.BatchNorm2D(filters, epsilon=epsilon), nn.ReLU(),
             nn.Conv2D(filters, 4 * filters, 1), nn.BatchNorm2D(4 * filters, epsilon=epsilon))
-        self.shortcut = (nn.Sequential(nn.Conv2D(n_in, 4 * filters, 1, stride), nn.BatchNorm2D(4 * filters, epsilon=epsilon))
+        self.shortcut = (nn.Sequential(nn.Conv2D(n_in, 4 * filters, 1, stride),
+                                       nn.BatchNorm2D(4 * filters, epsilon=epsilon))
                          if stride != 1 or n_in != 4 * filters else nn.Identity())
 
     def forward(self, x):

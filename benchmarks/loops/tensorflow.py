@@ -3,12 +3,9 @@ notebooks' models (tf.Module, tf.nn ops, Keras' GRU layer and optimisers) with o
 per step, traced once over the model and optimiser it closes over, without XLA (the default
 variant), batches already tensors on the device, and nothing read back until the last step."""
 import os
-import sys
 
 import clock
 
-# This file is named after the framework: drop its folder from the path, so `import tensorflow` finds TensorFlow.
-sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry) != os.path.dirname(os.path.abspath(__file__))]
 loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before tensorflow is imported
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 
@@ -25,9 +22,14 @@ def variable(*shape):
     return tf.Variable(tf.random.normal(shape, stddev=0.05))
 
 
+def on_device(*arrays):
+    """The batches as tensors on the default device: tf.identity runs there (the GPU when there is one)."""
+    return [tuple(tf.identity(loop.batch(index, array)) for array in arrays) for index in range(clock.N_BATCHES)]
+
+
 def train(model, variables, optimizer, *arrays):
     optimizer.build(variables)  # slot variables made now, not inside the traced step
-    batches = [tuple(tf.constant(array) for array in loop.batch(index, *arrays)) for index in range(clock.N_BATCHES)]
+    batches = on_device(*arrays)
 
     @tf.function
     def train_step(inputs, labels):
@@ -100,9 +102,8 @@ def inference():
             x = block(x)
         return tf.reduce_mean(x, axis=[1, 2])
 
-    images = loop.images(layout="NHWC")
-    batches = [tf.constant(loop.batch(index, images)) for index in range(clock.N_BATCHES)]
-    return loop.measure(lambda index: predict(batches[index % clock.N_BATCHES]), lambda features: features.numpy())
+    batches = on_device(loop.images(layout="NHWC"))
+    return loop.measure(lambda index: predict(*batches[index % clock.N_BATCHES]), lambda features: features.numpy())
 
 
 def rnn():
