@@ -21,6 +21,13 @@ def sync(result):
     mx.nd.waitall()
 
 
+def on_device(array):
+    """`array` wrapped without a copy: a host copy of 200000 elements or more (mx.nd.array's; see
+    MXNET_CPU_PARALLEL_SIZE) runs an OpenMP loop on this thread, and that second OpenMP team beside
+    the engine's makes every later two-thread step slower (the GRU's by half)."""
+    return mx.nd.from_numpy(array, zero_copy=True)
+
+
 def hybridized(model):
     model.initialize(mx.init.Xavier(), ctx=ctx)
     model.hybridize(static_alloc=True, static_shape=True)
@@ -28,10 +35,11 @@ def hybridized(model):
 
 
 def train(model, optimizer, settings, x, y):
+    """`y`: float32 class ids, as the notebooks give them to the softmax cross-entropy."""
     trainer = gluon.Trainer(model.collect_params(), optimizer, settings)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    # Labels float32, as the notebooks give them; basic slices of an NDArray are views, no copy.
-    x, y = mx.nd.array(x, ctx=ctx), mx.nd.array(y, ctx=ctx, dtype="float32")
+    # Basic slices of an NDArray are views, no copy.
+    x, y = on_device(x), on_device(y)
 
     def step(index):
         inputs, labels = loop.batch(index, x, y)
@@ -54,7 +62,7 @@ def cnn():
         nn.Dense(512, in_units=6400), nn.Activation("relu"), nn.Dropout(0.5),
         nn.Dense(params["n_classes"], in_units=512))
     return train(hybridized(model), "sgd", {"learning_rate": params["learning_rate"], "momentum": params["momentum"]},
-                 loop.images(), loop.labels())
+                 loop.images(), loop.labels(dtype="float32"))
 
 
 def conv_bn(n_in, n_out, kernel, stride, epsilon):
@@ -91,7 +99,7 @@ def inference():
             n_in = 4 * filters
     model.add(nn.GlobalAvgPool2D(), nn.Flatten())
     model = hybridized(model)
-    x = mx.nd.array(loop.images(), ctx=ctx)
+    x = on_device(loop.images())
 
     def step(index):
         return model(loop.batch(index, x))  # outside autograd.record(): batch norm in inference mode
@@ -117,7 +125,7 @@ def rnn_task():
     return train(hybridized(GRUClassifier()), "adam",
                  {"learning_rate": params["learning_rate"], "beta1": params["beta_1"], "beta2": params["beta_2"],
                   "epsilon": params["epsilon"]},
-                 loop.tokens(dtype="float32"), loop.labels())
+                 loop.tokens(dtype="float32"), loop.labels(dtype="float32"))
 
 
 def fcn5():
@@ -127,7 +135,8 @@ def fcn5():
               nn.Dense(sizes[2], activation="sigmoid", in_units=sizes[1]),
               nn.Dense(sizes[3], activation="sigmoid", in_units=sizes[2]),
               nn.Dense(sizes[4], in_units=sizes[3]))
-    return train(hybridized(model), "sgd", {"learning_rate": params["learning_rate"]}, loop.images(), loop.labels())
+    return train(hybridized(model), "sgd", {"learning_rate": params["learning_rate"]},
+                 loop.images(), loop.labels(dtype="float32"))
 
 
 {"CNN": cnn, "Inference": inference, "RNN": rnn_task, "FCN5": fcn5}[loop.task]()

@@ -20,6 +20,13 @@ def sync(result):
     mx.nd.waitall()
 
 
+def on_device(array):
+    """`array` wrapped without a copy: a host copy of 200000 elements or more (mx.nd.array's; see
+    MXNET_CPU_PARALLEL_SIZE) runs an OpenMP loop on this thread, and that second OpenMP team beside
+    the engine's makes every later two-thread step slower (the GRU's by half)."""
+    return mx.nd.from_numpy(array, zero_copy=True)
+
+
 def bind(symbol, data_shape, for_training=True):
     labels = ["softmax_label"] if for_training else None
     module = mx.mod.Module(symbol, context=ctx, data_names=["data"], label_names=labels)
@@ -35,8 +42,8 @@ def train(symbol, optimizer, settings, x, y):
     # Given by name, the optimizer gets rescale_grad = 1 / batch size from the module (no kvstore
     # on one device).
     module.init_optimizer(optimizer=optimizer, optimizer_params=settings)
-    # Labels float32, the dtype SoftmaxOutput's label takes; one DataBatch per distinct batch.
-    x, y = mx.nd.array(x, ctx=ctx), mx.nd.array(y, ctx=ctx, dtype="float32")
+    # `y`: float32, the dtype SoftmaxOutput's label takes; one DataBatch per distinct batch.
+    x, y = on_device(x), on_device(y)
     data = [mx.io.DataBatch(data=[inputs], label=[labels])
             for inputs, labels in (loop.batch(index, x, y) for index in range(clock.N_BATCHES))]
 
@@ -61,7 +68,7 @@ def cnn():
     net = mx.sym.FullyConnected(net, num_hidden=params["n_classes"], name="dense2")
     return train(mx.sym.SoftmaxOutput(net, name="softmax"), "sgd",
                  {"learning_rate": params["learning_rate"], "momentum": params["momentum"]},
-                 loop.images(), loop.labels())
+                 loop.images(), loop.labels(dtype="float32"))
 
 
 def conv_bn(x, name, n_out, kernel, stride, epsilon):
@@ -78,7 +85,9 @@ def inference():
     for stage, n_blocks, filters in ((2, 3, 64), (3, 4, 128), (4, 6, 256), (5, 3, 512)):
         for block in range(1, n_blocks + 1):
             name, stride = f"conv{stage}_block{block}", 2 if block == 1 and stage > 2 else 1
-            shortcut = conv_bn(x, f"{name}_0", 4 * filters, 1, stride, epsilon) if stride != 1 or n_in != 4 * filters else x
+            shortcut = x
+            if stride != 1 or n_in != 4 * filters:
+                shortcut = conv_bn(x, f"{name}_0", 4 * filters, 1, stride, epsilon)
             out = mx.sym.relu(conv_bn(x, f"{name}_1", filters, 1, stride, epsilon))
             out = mx.sym.relu(conv_bn(out, f"{name}_2", filters, 3, 1, epsilon))
             x = mx.sym.relu(conv_bn(out, f"{name}_3", 4 * filters, 1, 1, epsilon) + shortcut)
@@ -86,7 +95,7 @@ def inference():
     x = mx.sym.flatten(mx.sym.Pooling(x, kernel=(1, 1), global_pool=True, pool_type="avg"))
     images = loop.images()
     module = bind(x, (loop.batch_size,) + images.shape[1:], for_training=False)
-    images = mx.nd.array(images, ctx=ctx)
+    images = on_device(images)
     data = [mx.io.DataBatch(data=[loop.batch(index, images)]) for index in range(clock.N_BATCHES)]
 
     def step(index):
@@ -101,16 +110,16 @@ def rnn():
                                 output_dim=params["embedding_dim"], name="embedding")
     # The fused RNN operator (oneDNN's GRU on this build), time-major, on one packed parameter
     # vector, from a zero state whose batch size (0) is inferred at bind.
-    gru = mx.sym.RNN(mx.sym.swapaxes(embedded, 0, 1), mx.sym.Variable("gru_parameters", init=mx.init.Uniform(0.1)),
-                     mx.sym.zeros(shape=(1, 0, units)), state_size=units, num_layers=1, mode="gru",
-                     state_outputs=True, name="gru")
+    packed = mx.sym.Variable("gru_parameters", init=mx.init.Uniform(0.1))
+    gru = mx.sym.RNN(mx.sym.swapaxes(embedded, 0, 1), packed, mx.sym.zeros(shape=(1, 0, units)), state_size=units,
+                     num_layers=1, mode="gru", state_outputs=True, name="gru")
     logits = mx.sym.FullyConnected(mx.sym.reshape(gru[1], shape=(-1, units)), num_hidden=params["n_classes"],
                                    name="dense")
     # Token ids as float32, the embedding weight's dtype, as the notebook gives them.
     return train(mx.sym.SoftmaxOutput(logits, name="softmax"), "adam",
                  {"learning_rate": params["learning_rate"], "beta1": params["beta_1"], "beta2": params["beta_2"],
                   "epsilon": params["epsilon"]},
-                 loop.tokens(dtype="float32"), loop.labels())
+                 loop.tokens(dtype="float32"), loop.labels(dtype="float32"))
 
 
 {"CNN": cnn, "Inference": inference, "RNN": rnn}[loop.task]()
