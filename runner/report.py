@@ -284,12 +284,42 @@ def task_table(task, task_cells, link=str):
     rows = sorted({row for row, _ in task_cells})
     header = "| framework | " + " | ".join(column_title(c) for c in columns) + " |"
     lines = [header, "|" + " --- |" * (len(columns) + 1)]
+    defaults = {(record.get("framework"), column): record for (_, column), record in task_cells.items()
+                if record.get("variant") in (None, "", "default")}
     for row in rows:
-        cells = [cell_text(task_cells[(row, c)], link) if (row, c) in task_cells else "—"
-                 for c in columns]
+        cells = []
+        for column in columns:
+            record = task_cells.get((row, column))
+            if record is None:
+                cells.append("—")
+                continue
+            text = cell_text(record, link)
+            versus = against_default(record, defaults.get((record.get("framework"), column)))
+            cells.append(text + (f" · **{versus}**" if versus else ""))
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     lines.extend(unavailable_rows(task, len(columns)))
     return "\n".join(lines)
+
+
+def against_default(record, default):
+    """"slower than default (0.68×)" for a variant (compiled, XLA, bf16, …) whose whole range of
+    repeats lies below the default's on the same column, else None: a variant that loses to the
+    plain fp32 run says so in its own cell."""
+    if default is None or record is default or record.get("variant") in (None, "", "default"):
+        return None
+    if not (validity(record)[0] and validity(default)[0]):
+        return None
+    headline, _ = HEADLINES[record["task"]]
+    if headline.startswith("seconds"):  # lower is better; no variant of such a task exists yet
+        return None
+    value, reference_value = _number(record["metrics"].get(headline)), _number(default["metrics"].get(headline))
+    if not value or not reference_value:
+        return None
+    highest = (record.get("spread") or {}).get("max", value)
+    lowest_default = (default.get("spread") or {}).get("min", reference_value)
+    if highest < lowest_default:
+        return f"slower than default ({value / reference_value:.2f}×)"
+    return None
 
 
 def unavailable_rows(task, n_columns):

@@ -310,3 +310,21 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     assert "| Chainer | no notebook: ChainerMN needs MPI" in markdown
     paths = plots.plot_tasks(written, tmp_path)
     assert paths["MultiGPU"].read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_variant_that_loses_to_the_default_says_so_in_its_cell():
+    """issue 11: a compiled (or XLA, bf16) variant slower than the plain run, beyond both runs'
+    spreads, is marked in its own cell; one within the spread, or faster, is not."""
+    def cnn(variant, rates):
+        metrics = {"images_per_second": sorted(rates)[len(rates) // 2], "test_accuracy": 0.7, "epoch_losses": [2.0, 1.0]}
+        made = record(variant=variant, metrics=metrics)
+        made["spread"] = {"min": min(rates), "max": max(rates), "runs": len(rates)}
+        return made
+
+    markdown = report.results_markdown([cnn("default", [400.0, 410.0, 420.0]), cnn("xla", [270.0, 277.0, 284.0]),
+                                        cnn("compiled", [380.0, 405.0, 430.0])])
+    rows = {}
+    for line in markdown.split("### ")[1].splitlines():  # the speed table, not the evidence below it
+        rows.setdefault(line.split(" | ")[0].strip("| "), line)
+    assert "slower than default (0.68×)" in rows["PyTorch (xla)"]
+    assert "slower than default" not in rows["PyTorch (compiled)"] and "slower than default" not in rows["PyTorch"]
