@@ -9,23 +9,9 @@ loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins OMP_NUM_THREADS 
 import mxnet as mx  # noqa: E402
 from mxnet import autograd, gluon  # noqa: E402
 from mxnet.gluon import nn, rnn  # noqa: E402
+from benchmarks.loops.mxnet_engine import ctx, on_device, sync  # noqa: E402
 
-# MXNet has no thread-count call: its OpenMP pool is sized from OMP_NUM_THREADS at import, as in
-# the notebooks (MXNet's default without it is half the cores: one thread on two).
 params = loop.params
-ctx = mx.cpu()
-mx.random.seed(0)
-
-
-def sync(result):
-    mx.nd.waitall()
-
-
-def on_device(array):
-    """`array` wrapped without a copy: a host copy of 200000 elements or more (mx.nd.array's; see
-    MXNET_CPU_PARALLEL_SIZE) runs an OpenMP loop on this thread, and that second OpenMP team beside
-    the engine's makes every later two-thread step slower (the GRU's by half)."""
-    return mx.nd.from_numpy(array, zero_copy=True)
 
 
 def hybridized(model):

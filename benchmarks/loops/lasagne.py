@@ -17,7 +17,6 @@ os.environ["THEANO_FLAGS"] = f"floatX=float32,blas.ldflags=-lopenblas,base_compi
 # Theano's C scan does not build on Python 3.11 (as in Lasagne_RNN): its Python scan instead.
 sys.modules["theano.scan_module.scan_perform_ext"] = None
 
-import numpy as np  # noqa: E402
 import theano  # noqa: E402
 import theano.tensor as T  # noqa: E402
 from theano.tensor.signal import pool  # noqa: E402
