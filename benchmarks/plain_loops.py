@@ -11,7 +11,6 @@ table in the README. Run it alone on the machine, as the table runs are.
 import argparse
 import datetime
 import json
-import os
 import subprocess
 import sys
 import time
@@ -57,10 +56,7 @@ def parse_arguments(argv):
 
 
 def run_loop(framework, task, arguments, python, threads):
-    script, variables = plain_loops.LOOPS[framework]
-    env = dict(os.environ, **environments.home_redirects(), **variables, PYTHONPATH=str(ROOT))
-    command = [str(python), str(plain_loops.LOOPS_DIR / script), task,
-               "--profile", arguments.profile, "--threads", str(threads)]
+    command, env = plain_loops.loop_command(framework, task, python, arguments.profile, threads)
     try:
         finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
@@ -81,9 +77,10 @@ def run(arguments):
     hardware = dict(probe.hardware(threads=threads), threads_pinned=threads)
     sitting = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
     pythons, failures, total = {}, 0, len(pairs) * arguments.repeat
+    done = 0
     for repeat in range(1, arguments.repeat + 1):
         for framework, task in pairs:
-            done = (repeat - 1) * len(pairs) + pairs.index((framework, task)) + 1
+            done += 1
             environment = RUNNABLE[framework].environment
             if environment not in pythons:
                 pythons[environment] = (Path(sys.executable) if arguments.use_current_python else

@@ -2,12 +2,14 @@
 results are kept (results/plain_loops.jsonl, one JSON object per loop run, appended by
 `benchmarks/plain_loops.py`), and the ratio table the README shows."""
 import json
+import os
 import statistics
 from pathlib import Path
 
 from common.frameworks import RUNNABLE
+from common.paths import REPOSITORY_ROOT
 from common.probe import hardware_label
-from runner import report
+from runner import environments, report
 
 FILE_NAME = "plain_loops.jsonl"
 LOOPS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "loops"
@@ -49,6 +51,17 @@ def planned(frameworks=None, tasks=None):
         pairs += [(name, task) for task in framework.tasks
                   if task not in NO_LOOP_TASKS and (not tasks or task in tasks)]
     return pairs
+
+
+def loop_command(framework, task, python, profile, threads, steps=None):
+    """(command, environment) that run one plain loop from the repository root; `steps` times that
+    many steps after one warm-up step (the tests' check that a loop runs, not a measurement)."""
+    script, variables = LOOPS[framework]
+    command = [str(python), str(LOOPS_DIR / script), task, "--profile", profile, "--threads", str(threads)]
+    if steps:
+        command += ["--steps", str(steps)]
+    env = dict(os.environ, **environments.home_redirects(), **variables, PYTHONPATH=str(REPOSITORY_ROOT))
+    return command, env
 
 
 def read(results):
@@ -100,7 +113,7 @@ def ratio_rows(records, entries):
     rows = []
     for task, task_cells in report.latest_by_cell(records).items():
         for record in task_cells.values():
-            if record.get("variant", "default") != "default" or task not in UNIT_RATES:
+            if not report.is_default_variant(record) or task not in UNIT_RATES:
                 continue
             framework = record["framework"]
             hardware = record.get("hardware", {})

@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 from common.flops import flops_per_item
-from common.frameworks import FRAMEWORKS, NOT_WRITTEN, UNAVAILABLE
+from common.frameworks import DEFAULT_VARIANT, FRAMEWORKS, NOT_WRITTEN, UNAVAILABLE
 from common.params import DEVICE_SWEEP, DEVICE_SWEEP_TASKS, QUALITY_TARGETS, TASKS, THREAD_SWEEP_TASKS, data_set_name, get_params
 from common.probe import hardware_label
 
@@ -138,7 +138,11 @@ def row_title(record):
     framework = FRAMEWORKS.get(record.get("framework"))
     title = framework.title if framework else record.get("framework")
     variant = record.get("variant")
-    return title if variant in (None, "", "default") else f"{title} ({variant})"
+    return title if is_default_variant(record) else f"{title} ({variant})"
+
+
+def is_default_variant(record):
+    return record.get("variant") in (None, "", DEFAULT_VARIANT)
 
 
 def cell_text(record, link=str):
@@ -285,7 +289,7 @@ def task_table(task, task_cells, link=str):
     header = "| framework | " + " | ".join(column_title(c) for c in columns) + " |"
     lines = [header, "|" + " --- |" * (len(columns) + 1)]
     defaults = {(record.get("framework"), column): record for (_, column), record in task_cells.items()
-                if record.get("variant") in (None, "", "default")}
+                if is_default_variant(record)}
     for row in rows:
         cells = []
         for column in columns:
@@ -305,7 +309,7 @@ def against_default(record, default):
     """"slower than default (0.68×)" for a variant (compiled, XLA, bf16, …) whose whole range of
     repeats lies below the default's on the same column, else None: a variant that loses to the
     plain fp32 run says so in its own cell."""
-    if default is None or record is default or record.get("variant") in (None, "", "default"):
+    if default is None or record is default or is_default_variant(record):
         return None
     if not (validity(record)[0] and validity(default)[0]):
         return None

@@ -3,7 +3,6 @@ reports a rate; the ratio table pairs each notebook with its loop on the same ma
 profile only, from the newest sitting."""
 import ast
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,12 +36,9 @@ def test_every_framework_and_task_has_a_plain_loop_or_a_reason():
 
 @pytest.mark.parametrize("framework, task", plain_loops.planned(), ids=lambda value: str(value))
 def test_plain_loop_runs_and_reports_a_rate(framework, task):
-    script, variables = plain_loops.LOOPS[framework]
     python = environments.environment_python(environments.build(RUNNABLE[framework].environment))
-    result = subprocess.run(
-        [str(python), str(plain_loops.LOOPS_DIR / script), task, "--profile", "smoke", "--threads", "1", "--steps", "2"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-        env=dict(os.environ, **environments.home_redirects(), **variables, PYTHONPATH=str(ROOT)))
+    command, env = plain_loops.loop_command(framework, task, python, "smoke", threads=1, steps=2)
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["task"] == task and report["steps"] == 2 and report["threads"] == 1
