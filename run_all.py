@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common.frameworks import DEFAULT_VARIANT, FRAMEWORKS, RUNNABLE, UNAVAILABLE, notebook_name, variants
+from runner.frameworks import DEFAULT_VARIANT, FRAMEWORKS, RUNNABLE, UNAVAILABLE, notebook_name, variants
 from common.params import DATA_CHOICES, DEVICE_SWEEP, DEVICE_SWEEP_TASKS, PROFILES, TASKS, THREAD_SWEEP_TASKS
 
 ROOT = Path(__file__).resolve().parent

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from common import probe  # noqa: E402
-from common.frameworks import RUNNABLE  # noqa: E402
+from runner.frameworks import RUNNABLE  # noqa: E402
 from common.params import PROFILES, TASKS  # noqa: E402
 from common.records import read_records  # noqa: E402
 from runner import environments, plain_loops  # noqa: E402

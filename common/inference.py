@@ -4,7 +4,7 @@
     x_test = <to the framework>(dataset.x_test)      # the timed batch
     ... time predict(model, x_test) ...
     checks = inference.checks(dataset, lambda images: <numpy features of predict(model, images)>, variant)
-    run.finish(dataset, hardware, versions, inference.metrics(timer), checks)
+    run.finish(dataset, inference.metrics(timer), checks)
 
 Images: the 20 labelled ImageNet photos of common.loaders.photos, Caffe-preprocessed, cycled to fill the
 batch; where they cannot be had (or with data="synthetic"), fixed synthetic images, and the record

@@ -1,5 +1,5 @@
-"""Hardware and version probe: what ran, on what. No deep-learning import here: a notebook passes
-what its framework knows (GPU name, CUDA/cuDNN versions) through `accelerator`."""
+"""Hardware and version probe: what ran, on what. No deep-learning import here: the GPU is described
+by nvidia-smi, the framework versions are read from the modules the notebook has imported."""
 import os
 import platform
 import shutil
@@ -193,8 +193,12 @@ DEVICES = ("auto", "cpu", "cuda")
 
 
 def nvidia_accelerator():
-    """What nvidia-smi says of this host's GPUs, in the record's terms, or None without one."""
+    """What nvidia-smi says of the GPUs this process may use (CUDA_VISIBLE_DEVICES narrows them), in
+    the record's terms, or None without one."""
     gpus = nvidia_smi_gpus()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        gpus = gpus[:len([index for index in visible.split(",") if index.strip()])]
     if not gpus:
         return None
     return {"gpu_name": gpus[0][0], "gpu_count": len(gpus), "driver": gpus[0][1]}
@@ -262,12 +266,23 @@ def vector_class(flags):
     return "no AVX2"
 
 
-def versions(**framework_versions):
-    """Python, numpy and the framework versions the notebook passes."""
+# The deep-learning packages a record names when the notebook has loaded them (the import name).
+FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "jax", "jaxlib", "flax", "optax", "mxnet", "chainer",
+                     "cupy", "paddle", "theano", "lasagne", "onnxruntime", "onnx")
+
+
+def versions(**extra):
+    """Python, numpy, the version of every package of FRAMEWORK_MODULES this process has imported
+    (read from sys.modules: nothing is imported here), and `extra`."""
+    import sys
+
     import numpy
 
     found = {"python": platform.python_version(), "numpy": numpy.__version__,
              "platform": platform.platform()}
-    found.update({name: str(value) for name, value in framework_versions.items()})
+    for name in FRAMEWORK_MODULES:
+        version = getattr(sys.modules.get(name), "__version__", None)
+        if version is not None:
+            found[name] = str(version)
+    found.update({name: str(value) for name, value in extra.items()})
     return found
-

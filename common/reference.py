@@ -128,10 +128,13 @@ def parity_weights(task):
     return weights
 
 
-def parity_batch(task, seed=SEED):
-    """The fixed (inputs, labels) of the parity check: NCHW images for CNN, token ids for RNN,
-    flat images for FCN5; int64 labels."""
+def parity_batch(task, seed=SEED, layout="NCHW"):
+    """The fixed (inputs, labels) of the parity check: images for CNN (NCHW, or NHWC for a
+    channels-last framework, as `data.load_cnn_images`' layout), token ids for RNN, flat images for
+    FCN5; int64 labels."""
     _check_task(task)
+    if layout not in ("NCHW", "NHWC"):
+        raise ValueError(f"unknown layout {layout!r}; valid: NCHW, NHWC")
     rng = np.random.default_rng(seed + 2)
     params = get_params(task)
     if task == "CNN":
@@ -145,7 +148,9 @@ def parity_batch(task, seed=SEED):
             x[row, : int(pad)] = 0
     n_classes = params["layer_sizes"][-1] if task == "FCN5" else params["n_classes"]
     labels = np.arange(PARITY_BATCH_SIZE) % n_classes
-    return x.astype(np.int32 if task == "RNN" else np.float32), labels.astype(np.int64)
+    if task == "CNN" and layout == "NHWC":
+        x = x.transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(x, dtype=np.int32 if task == "RNN" else np.float32), labels.astype(np.int64)
 
 
 _GRADIENTS = {"CNN": numpy_models.cnn_gradients, "RNN": numpy_models.gru_gradients,

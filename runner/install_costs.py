@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from runner import environments
-from common.frameworks import RUNNABLE
+from runner.frameworks import RUNNABLE
 
 FILE_NAME = "install_costs.json"
 

@@ -6,7 +6,7 @@ import os
 import statistics
 from pathlib import Path
 
-from common.frameworks import RUNNABLE
+from runner.frameworks import RUNNABLE
 from common.paths import REPOSITORY_ROOT
 from common.probe import hardware_label
 from runner import environments, report

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from common.frameworks import RUNNABLE, UNAVAILABLE, notebook_name
+from runner.frameworks import RUNNABLE, UNAVAILABLE, notebook_name
 import re
 
 from common.params import TASKS

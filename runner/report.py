@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 from common.flops import flops_per_item
-from common.frameworks import DEFAULT_VARIANT, FRAMEWORKS, NOT_WRITTEN, UNAVAILABLE
+from runner.frameworks import DEFAULT_VARIANT, FRAMEWORKS, NOT_WRITTEN, UNAVAILABLE
 from common.params import DEVICE_SWEEP, DEVICE_SWEEP_TASKS, QUALITY_TARGETS, TASKS, THREAD_SWEEP_TASKS, data_set_name, get_params
 from common.probe import hardware_label
 

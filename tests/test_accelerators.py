@@ -14,7 +14,7 @@ import pytest
 import notebook_fixtures
 from common import paths, probe, records
 from runner import environments, report
-from common.frameworks import RUNNABLE
+from runner.frameworks import RUNNABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_ALL = str(ROOT / "run_all.py")
@@ -196,16 +196,16 @@ def test_a_gpu_host_runs_cuda_kernels_and_says_which_frameworks_have_no_gpu_buil
 
 # ----------------------------------------------------------------------------- the notebooks themselves
 
-# One notebook per environment with a CUDA build, and Keras' way of asking its backend.
-REFUSING = {"PyTorch_CNN": ("torch", "PyTorch"), "Keras_Torch_CNN": ("torch", "Keras' torch backend"),
-            "Tensorflow_CNN": ("tensorflow", "TensorFlow"), "JAX_Flax_CNN": ("jax", "JAX"),
-            "ONNXRuntime_Inference": ("onnxruntime", "ONNX Runtime"), "Gluon_CNN": ("mxnet", "MXNet"),
-            "Chainer_CNN": ("chainer", "Chainer (through CuPy)"), "Paddle_CNN": ("paddle", "PaddlePaddle")}
+# One notebook per environment with a CUDA build, and Keras' way of asking its backend; the message
+# names the framework as the tables do.
+REFUSING = {"PyTorch_CNN": "pytorch", "Keras_Torch_CNN": "keras_torch", "Tensorflow_CNN": "tensorflow",
+            "JAX_Flax_CNN": "jax_flax", "ONNXRuntime_Inference": "onnxruntime", "Gluon_CNN": "gluon",
+            "Chainer_CNN": "chainer", "Paddle_CNN": "paddle"}
 
 
 @pytest.mark.parametrize("notebook", sorted(REFUSING))
 def test_a_notebook_asked_for_cuda_on_a_cpu_build_stops_with_a_clear_message(notebook, tmp_path):
-    environment, framework = REFUSING[notebook]
+    environment, framework = RUNNABLE[REFUSING[notebook]].environment, RUNNABLE[REFUSING[notebook]].title
     python = environments.environment_python(environments.build(environment))
     kernel = environments.write_kernel(f"rosetta-{environment}-cpu", python, f"Rosetta {environment}")
     record_path = tmp_path / "records.jsonl"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from common.frameworks import RUNNABLE, notebook_name
+from runner.frameworks import RUNNABLE, notebook_name
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -55,6 +55,8 @@ def test_notebook_follows_the_skeleton(path):
     # The harness starts before the framework is imported: records.start pins its threads.
     first_import = DEEP_LEARNING.search(code) or re.search(r"(import\(\"(keras|tensorflow)\"\)|library\(keras)", code)
     assert first_import and code.index(f"records{member}start") < first_import.start()
+    # The run describes the hardware, versions and GPU choice and makes the timer: one place for all.
+    assert not re.search(r"probe[.$](hardware|versions|use_gpu)\(|\bTimer\(", code)
     if "_Inference" not in path.name:
         vocabulary_of_training(code, member)
     if language(path) == "R":

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from common import numpy_resnet, params, probe, records, reference, timing
-from common.frameworks import DEFAULT_VARIANT, RUNNABLE, variants
+from runner.frameworks import DEFAULT_VARIANT, RUNNABLE, variants
 from common.params import quality_target
 from runner import report
 

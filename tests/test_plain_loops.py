@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from common import probe
-from common.frameworks import RUNNABLE
+from runner.frameworks import RUNNABLE
 from runner import environments, plain_loops
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ import pytest
 
 from common import records
 from runner import environments
-from common.frameworks import RUNNABLE, notebook_name
+from runner.frameworks import RUNNABLE, notebook_name
 from runner import install_costs, reader
 
 ROOT = Path(__file__).resolve().parent.parent

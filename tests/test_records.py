@@ -78,10 +78,41 @@ def test_a_run_checks_its_variant_pins_threads_and_holds_accuracy_to_its_target(
     run = records.start("pytorch", "CNN", "smoke", "compiled", threads=1, record_path=tmp_path / "r.jsonl")
     assert run.params["n_train"] == 2048 and run.threads == 1
     assert all(os.environ[name] == "1" for name in probe.THREAD_VARIABLES)
-    hardware = probe.hardware(None, threads=1)
-    good = run.finish(FakeDataSet(), hardware, {}, {"test_accuracy": 0.9, "epoch_losses": [2.0, 1.0]})
-    low = run.finish(FakeDataSet(), hardware, {}, {"test_accuracy": 0.2, "epoch_losses": [2.0, 1.0]})
+    good = run.finish(FakeDataSet(), {"test_accuracy": 0.9, "epoch_losses": [2.0, 1.0]})
+    low = run.finish(FakeDataSet(), {"test_accuracy": 0.2, "epoch_losses": [2.0, 1.0]}, threads=3, build="x")
     assert good["checks"] == {"quality_target": 0.35, "quality_met": True}
     assert low["checks"]["quality_met"] is False
     assert good["hardware"]["threads_pinned"] == 1 and good["hardware"]["thread_settings"]["OMP_NUM_THREADS"] == "1"
+    # threads: what the framework reports, beside what was pinned; extra versions are kept.
+    assert good["hardware"]["threads"] == 1 and low["hardware"]["threads"] == 3 and low["versions"]["build"] == "x"
     assert [r["variant"] for r in records.read_records(tmp_path / "r.jsonl")] == ["compiled", "compiled"]
+
+
+def test_a_run_names_its_framework_when_a_gpu_is_asked_for_and_missing():
+    run = records.start("gluon", "CNN", "smoke")
+    with pytest.raises(RuntimeError, match="MXNet \\(Gluon\\) sees no GPU"):
+        run.use_gpu("cuda", False)
+    assert run.use_gpu("auto", False) is False and run.on_gpu is False
+
+
+def test_a_run_times_every_full_batch_of_its_epochs_or_its_inference_batches():
+    run = records.start("pytorch", "CNN", "smoke")
+    timer = run.timer()
+    steps = run.params["epochs"] * (run.params["n_train"] // run.params["batch_size"])
+    assert timer.warmup_steps == run.params["warmup_steps"]
+    assert timer.window_steps == (steps - timer.warmup_steps) // 6
+    assert run.timer(window_steps=1).window_steps == 1
+    inference = records.start("pytorch", "Inference", "smoke")
+    assert inference.timer().warmup_steps == inference.params["warmup_batches"]
+
+
+def test_versions_name_the_frameworks_the_process_has_loaded(monkeypatch):
+    import sys
+    import types
+
+    from common import probe
+
+    monkeypatch.setitem(sys.modules, "chainer", types.SimpleNamespace(__version__="7.8.1"))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    found = probe.versions(extra="1")
+    assert found["chainer"] == "7.8.1" and found["extra"] == "1" and "torch" not in found

@@ -103,8 +103,12 @@ def test_parity_batches_are_fixed_labelled_and_padded():
     tokens, _ = reference.parity_batch("RNN")
     assert tokens.shape == (reference.PARITY_BATCH_SIZE, 150) and tokens[-1, 0] == 0
     np.testing.assert_array_equal(tokens, reference.parity_batch("RNN")[0])
+    # A channels-last framework takes the same images, transposed.
+    np.testing.assert_array_equal(reference.parity_batch("CNN", layout="NHWC")[0], images.transpose(0, 2, 3, 1))
     with pytest.raises(ValueError, match="valid"):
         reference.parity_batch("Inference")
+    with pytest.raises(ValueError, match="valid: NCHW, NHWC"):
+        reference.parity_batch("CNN", layout="HWC")
 
 
 def steps_with(task, weights, optimiser=None):
