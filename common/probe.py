@@ -4,6 +4,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 
@@ -274,8 +275,6 @@ FRAMEWORK_MODULES = ("torch", "tensorflow", "keras", "jax", "jaxlib", "flax", "o
 def versions(**extra):
     """Python, numpy, the version of every package of FRAMEWORK_MODULES this process has imported
     (read from sys.modules: nothing is imported here), and `extra`."""
-    import sys
-
     import numpy
 
     found = {"python": platform.python_version(), "numpy": numpy.__version__,

@@ -125,13 +125,13 @@ class Run:
         """Write the record and print it: the data kind and source from `dataset`; the hardware from
         the probe (the GPU when `use_gpu` chose one; `threads` as the framework reports them); the
         version of every framework the process has loaded, plus `versions`. The task's quality
-        target for this profile and data set goes into the checks beside the accuracy; FCN5's
-        epoch losses are held against the float32 numpy run of the same training
-        (`reference.train_trajectory`)."""
+        target for this profile and data set goes into the checks beside the accuracy; the epoch losses
+        of a task with a reference trajectory (FCN5) are held against the float32 numpy run of the same
+        training (`reference.train_trajectory`)."""
         from common import params, probe, reference
 
         checks = dict(checks or {})
-        if self.task == "FCN5":
+        if self.task in reference.TRAJECTORY_TASKS:
             checks.update(reference.train_trajectory(self.task, self.params, dataset, metrics["epoch_losses"]))
         target = params.quality_target(self.task, self.profile, dataset.source)
         if target is not None:

@@ -3,22 +3,21 @@ notebooks for, and, for the ones that cannot run on today's stack, why. Display 
 come from common.frameworks, which the notebooks read themselves."""
 from collections import namedtuple
 
-from common.frameworks import DEFAULT_VARIANT, EXTRA_VARIANTS, TITLES
+from common.frameworks import DEFAULT_VARIANT, TITLES  # DEFAULT_VARIANT: for the runner's modules too
+from common.frameworks import variants as notebook_variants
 
-Framework = namedtuple("Framework", "name title prefix environment tasks reason variants language")
-Framework.__new__.__defaults__ = ((), None, None, "python")
-
+Framework = namedtuple("Framework", "name title prefix environment tasks reason language")
+Framework.__new__.__defaults__ = ((), None, "python")
 
 
 def _runnable(name, prefix, environment, tasks, language="python"):
-    return Framework(name, TITLES[name], prefix, environment, tasks, None, EXTRA_VARIANTS.get(name), language)
+    return Framework(name, TITLES[name], prefix, environment, tasks, None, language)
 
 
 # Runnable frameworks. `environment` names envs/<environment>.txt; `tasks` are the notebooks that
-# exist (notebooks/<prefix>_<task>.ipynb), checked against the folder by a test; `variants` (from
-# common.frameworks) maps a task to the variants its notebook runs besides the default; `language`
-# is the notebooks' kernel language: an R notebook runs on IRkernel and reaches its environment's
-# Python through reticulate.
+# exist (notebooks/<prefix>_<task>.ipynb), checked against the folder by a test; `language` is the
+# notebooks' kernel language: an R notebook runs on IRkernel and reaches its environment's Python
+# through reticulate. Their variants are common.frameworks', which the notebooks check themselves.
 _RUNNABLE = (
     _runnable("pytorch", "PyTorch", "torch", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU")),
     _runnable("tensorflow", "Tensorflow", "tensorflow", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU")),
@@ -73,5 +72,5 @@ def notebook_name(framework, task):
 
 
 def variants(framework, task):
-    """The default variant, then the task's extra ones."""
-    return (DEFAULT_VARIANT,) + tuple((framework.variants or {}).get(task, ()))
+    """The default variant, then the task's extra ones, of a runnable framework."""
+    return notebook_variants(framework.name, task)

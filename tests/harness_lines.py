@@ -8,8 +8,9 @@ counts whole. Docstrings, comments and blank lines never count.
 Loading the task's data (`common.data`, the chest X-ray pipeline) is the task's input, not harness:
 the 2018 notebooks, too, loaded their data through their `common`. Reading a shared constant of the
 model (`reference.CNN_LAYERS`, `densenet.STEM_CHANNELS`) is not harness either: it is a number of
-the model, like a parameter. The papermill parameters cell is counted apart: it is the notebook's interface (profile, variant, data, device, threads, where the
-record goes), in the place of the 2018 notebooks' constants cell.
+the model, like a parameter. The papermill parameters cell is counted apart: it is the notebook's
+interface (profile, variant, data, device, threads, where the record goes), in the place of the 2018
+notebooks' constants cell.
 """
 import ast
 import json
