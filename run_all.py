@@ -319,7 +319,7 @@ class Runner:
         self.records_path = self.results / "records.jsonl"
         self.accelerator = arguments.accelerator
         self.threads = arguments.threads or probe.physical_cores()
-        self.peak_gflops = {}  # threads: GFLOP/s
+        self.peaks = {}  # threads: common.peak.combine's peaks
         self.hardware = probe.hardware(probe.nvidia_accelerator() if self.accelerator == "cuda" else None)
         self.hardware_label = probe.hardware_label(self.hardware)
         self.run_id = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
@@ -598,24 +598,38 @@ class Runner:
                        "wall_seconds": round(time.monotonic() - began, 1)})
         if settings:
             record["settings"] = settings  # what the runner asked for (devices 0: all of them)
-        if self.peak_gflops.get(threads) and isinstance(record.get("hardware"), dict):
-            record["hardware"].setdefault("fp32_peak_gflops", self.peak_gflops[threads])
+        found = self.peaks.get(threads) or {}
+        if found.get("fp32") and isinstance(record.get("hardware"), dict):
+            record["hardware"].setdefault("fp32_peak_gflops", found["fp32"]["gflops"])
+            record["hardware"].setdefault("peak", found)
         return records.append_record(record, self.records_path)
 
-    def measure_peak(self, threads):
-        """The machine's fp32 matrix-product peak on `threads` pinned threads, measured once per run
-        and thread count in a fresh interpreter (the thread pools of this one are already sized)."""
-        code = ("from common import probe; import sys; probe.pin_threads(int(sys.argv[1])); "
-                "print(probe.fp32_matmul_gflops())")
-        result = subprocess.run([sys.executable, "-c", code, str(threads)], capture_output=True,
-                                text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        try:
-            self.peak_gflops[threads] = round(float(result.stdout.strip().splitlines()[-1]), 1)
-        except (ValueError, IndexError):
-            print(f"[run] fp32 peak not measured: {result.stderr.strip()[-300:]}")
-            return
-        print(f"[run] fp32 matrix-product peak (numpy's BLAS) on {threads} thread(s): "
-              f"{self.peak_gflops[threads]} GFLOP/s")
+    def measure_peak(self, threads, frameworks):
+        """The machine's peaks on `threads` pinned threads (common.peak: numpy's and the selected
+        frameworks' own GEMMs over common.peak.GEMM_SIZES, and the theoretical peak), measured once
+        per run and thread count, each in a fresh interpreter (the thread pools of this one are
+        already sized). Smoke runs, never shown, take numpy's smallest product only."""
+        from common import peak
+        from runner import environments, peaks
+
+        pythons = []
+        if self.arguments.profile != "smoke":
+            for framework in frameworks:
+                try:
+                    self.kernel_for(framework)  # builds its environment when missing
+                except Exception as error:  # its notebooks will record the failure
+                    print(f"[run] {framework.title}'s GEMMs not measured: {error}")
+                    continue
+                python = (sys.executable if self.arguments.use_current_python else
+                          environments.environment_python(environments.environment_path(framework.environment, self.accelerator)))
+                if python not in pythons:
+                    pythons.append(python)
+        found = peaks.machine_peak(threads, pythons, peak.GEMM_SIZES[:1] if self.arguments.profile == "smoke" else None)
+        self.peaks[threads] = found
+        for precision in ("fp32", "bf16"):
+            if found.get(precision):
+                print(f"[run] {precision} peak on {threads} thread(s): {found[precision]['gflops']} GFLOP/s "
+                      f"({found[precision]['source']})")
 
     # -- the whole run
 
@@ -639,8 +653,9 @@ class Runner:
               f"{self.arguments.data}, on {self.hardware_label} ({self.accelerator}, "
               f"{self.threads} thread(s)); records: {relative(self.records_path)}")
         self.ensure_datasets(planned)
+        selected = list({item[0].name: item[0] for item in planned}.values())
         for threads in sorted({item[4] for item in planned}):
-            self.measure_peak(threads)
+            self.measure_peak(threads, selected)
         if not planned:
             if self.already_recorded:
                 print("[run] everything selected is already recorded (--resume): nothing to run")
@@ -755,7 +770,7 @@ class Runner:
 
     def regenerate(self):
         from common import records
-        from runner import install_costs, plain_loops, plots, reader, report
+        from runner import install_costs, margins, plain_loops, plots, reader, report
 
         all_records = records.read_records(self.records_path)
         readme = self.arguments.readme
@@ -776,6 +791,8 @@ class Runner:
         loops_table = plain_loops.markdown(all_records, plain_loops.read(self.results))
         if loops_table:
             markdown += "\n\n" + loops_table
+        margins_table = margins.markdown(all_records, margins.read_broken(self.results))
+        markdown += "\n\n" + margins_table
         report.update_readme(readme, markdown)
         print(f"[run] tables regenerated in {relative(readme)} from {len(all_records)} record(s)")
         docs = readme_folder / "docs"

@@ -49,7 +49,10 @@ _FULL = {
     # The 2018 DenseNet-121 task. `batch_size` is per device (the global batch is devices × it) and
     # `learning_rate` is one device's, scaled by the device count (linear scaling). A CPU-only host
     # runs data-parallel over `cpu_devices` CPU devices. The equivalence check trains
-    # `equivalence_steps` steps on one fixed batch at `equivalence_image_size`, on 1 and N devices.
+    # `equivalence_steps` steps of plain SGD at `equivalence_learning_rate` on one fixed batch of
+    # `equivalence_batch_size` images per device at `equivalence_image_size`, on 1 and N devices, in
+    # every profile: it checks the engine, not the model's size, and larger reductions would raise
+    # float32's rounding floor towards the bound (common.densenet).
     "MultiGPU": {
         "n_classes": 14,
         "n_train": None,  # None: the whole patient-wise train split
@@ -64,20 +67,30 @@ _FULL = {
         "warmup_steps": 3,
         "loader_workers": 4,
         "cpu_devices": 2,
-        "equivalence_steps": 3,
-        "equivalence_image_size": 64,
+        "equivalence_steps": 2,
+        "equivalence_learning_rate": 0.01,
+        "equivalence_batch_size": 2,
+        "equivalence_image_size": 32,
     },
-    # DLBench's fully connected network: sigmoid hidden layers, plain SGD, timed per mini-batch
-    # (training, and forward only over `forward_batches` batches) at every thread count.
+    # DLBench's fully connected network, trained as its TensorFlow script trains it
+    # (tools/tensorflow/fc: fcn5_mnist.py's MomentumOptimizer(0.05, 0.9) for 40 epochs of batch 1024,
+    # models.py's Xavier-uniform weights and zero biases; its Caffe, CNTK and MXNet scripts train
+    # otherwise), timed per mini-batch (training, and forward only over `forward_batches` batches)
+    # at every thread count.
     "FCN5": {
         "layer_sizes": (784, 2048, 4096, 1024, 10),
         "n_train": 60000,
         "n_test": 10000,
-        "epochs": 2,
+        "epochs": 40,
         "batch_size": 1024,
         "learning_rate": 0.05,
+        "momentum": 0.9,
         "warmup_steps": 3,
         "forward_batches": 20,
+        # The thread sweep's narrower counts train this many examples and epochs (None: as many as
+        # the run on every core); only the run on every core is held to the quality target.
+        "sweep_n_train": None,
+        "sweep_epochs": None,
     },
 }
 
@@ -89,15 +102,19 @@ _OVERRIDES = {
         "RNN": {"n_train": 3200, "n_test": 2000, "epochs": 2},
         "MultiGPU": {"n_train": 128, "n_valid": 64, "epochs": 1, "batch_size": 8, "warmup_steps": 2,
                      "loader_workers": 2},
-        "FCN5": {"n_train": 24576, "epochs": 1},
+        # The run on every core trains 6 epochs, past the sigmoid plateau (test accuracy 0.12 after 4
+        # epochs, 0.43 after 6, 0.73 after 8 in float32 numpy from the shared start); the sweep's
+        # narrower counts time the first 24 mini-batches only (common.records).
+        "FCN5": {"epochs": 6, "sweep_n_train": 24576, "sweep_epochs": 1},
     },
     "smoke": {
         "CNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
         "Inference": {"batch_size": 4, "n_batches": 2, "warmup_batches": 1},
         "RNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
         "MultiGPU": {"n_train": 16, "n_valid": 8, "epochs": 1, "batch_size": 2, "image_size": 32,
-                     "resize_to": 40, "warmup_steps": 1, "loader_workers": 1, "equivalence_image_size": 32},
-        "FCN5": {"n_train": 1024, "n_test": 512, "batch_size": 64, "warmup_steps": 2, "forward_batches": 4},
+                     "resize_to": 40, "warmup_steps": 1, "loader_workers": 1},
+        "FCN5": {"n_train": 1024, "n_test": 512, "epochs": 1, "batch_size": 64, "warmup_steps": 2,
+                 "forward_batches": 4},
     },
 }
 
@@ -136,8 +153,15 @@ QUALITY_TARGETS = {
         "IMDB": {"full": 0.80, "quick": 0.65, "smoke": 0.55},
         "synthetic": {"full": 0.90, "quick": 0.75, "smoke": 0.60},
     },
-    # FCN5 has none: at DLBench's hyper-parameters it stays at chance for the profiles' steps (see
-    # common.reference.TRAJECTORY_TASKS); its whole training run is held to float32 numpy's instead.
+    # FCN5 leaves the sigmoid plateau only after about 300 mini-batches of 1024 (common.params' quick
+    # profile): the smoke run (16 small steps) stays at chance, and its quality is its whole run held
+    # to float32 numpy's (common.reference.TRAJECTORY_TASKS), as every FCN5 run's is. Only the run on
+    # every core is held to the target (the narrower counts of the thread sweep time a few steps).
+    # None: no target; the synthetic digits' runs are not measured yet.
+    "FCN5": {
+        "MNIST": {"full": 0.90, "quick": 0.30, "smoke": None},
+        "synthetic": {"full": None, "quick": None, "smoke": None},
+    },
 }
 
 
@@ -149,7 +173,8 @@ def data_set_name(data_source):
 
 def quality_target(task, profile, data_source):
     """The test accuracy `task` must reach under `profile` on that data, or None when the task
-    has no accuracy target (Inference: its checks are the known photos and feature parity)."""
+    has no accuracy target (Inference: its checks are the known photos and feature parity) or none
+    for that profile and data (FCN5's smoke run)."""
     targets = QUALITY_TARGETS.get(task)
     if targets is None:
         return None

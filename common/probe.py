@@ -121,25 +121,6 @@ def thread_settings():
     return settings
 
 
-def fp32_matmul_gflops(size=1024, repeats=7):
-    """This machine's measured fp32 peak: the best GFLOP/s of a float32 size×size matrix product in
-    numpy's BLAS (OpenBLAS), on the threads pinned in this process. A stand-in for the hardware's
-    peak that every framework's own GEMM is held against."""
-    import time
-
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    a, b = (rng.standard_normal((size, size), dtype=np.float32) for _ in range(2))
-    a @ b  # first call: thread pool start-up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * size ** 3 / best / 1e9
-
-
 def nvidia_smi_gpus():
     """[(name, driver)] from nvidia-smi, or [] when there is none."""
     if not shutil.which("nvidia-smi"):

@@ -40,7 +40,10 @@ PARITY_STEPS = 3
 # leads by less than a rounding step and send a gradient to another pixel (7e-5 seen with other
 # biases). Swapping two rows of one bias vector moves the result by 1e-3 (GRU update gate) to 0.16
 # (conv2); dropping the momentum, by 1.4 (tests/test_reference.py holds these above the bounds).
-TRAIN_PARITY_TOLERANCE = {"CNN": 1e-3, "RNN": 1e-4, "FCN5": 1e-4}
+# FCN5's is wider: with DLBench's momentum, MXNet's oneDNN fully connected layers differ from float64
+# by 3.5e-5 (1.6e-6 with MXNET_MKLDNN_ENABLED=0, as every other framework), and the nearest broken
+# copy (two rows of dense2's bias swapped) by 7.5e-3; runner.margins shows both sides of each bound.
+TRAIN_PARITY_TOLERANCE = {"CNN": 1e-3, "RNN": 1e-4, "FCN5": 5e-4}
 GRU_GATES = ("r", "z", "n")
 CNN_LAYERS = ("conv1", "conv2", "conv3", "conv4", "dense1", "dense2")
 FCN5_LAYERS = numpy_models.FCN5_LAYERS
@@ -220,10 +223,7 @@ def train_parity(task, losses, logits):
 
 # ---- FCN5's whole training run. FCN5 has no dropout: from initial_weights, in common.batches'
 # order, every framework's run is one and the same up to float rounding, so its epoch-mean losses
-# are held to the same run in float32 numpy. This is FCN5's quality check: at DLBench's
-# hyper-parameters (sigmoid, plain SGD at lr 0.05, batch 1024) the network sits on the sigmoid
-# plateau for the profiles' steps (test accuracy 0.10 and loss 2.31 after 117 steps, measured with
-# PyTorch), so no accuracy target tells a correct run from a broken one; the trajectory does. ----
+# are held to the same run in float32 numpy, beside its accuracy target (common.params). ----
 
 TRAJECTORY_TASKS = ("FCN5",)
 # Max abs difference of the epoch-mean training losses against the float32 numpy run: 3e-8 to
@@ -246,19 +246,19 @@ def training_trajectory(task, params, dataset):
         raise ValueError(f"no training trajectory for {task!r}; valid: {', '.join(TRAJECTORY_TASKS)}")
     x, y = np.ascontiguousarray(dataset.x_train, np.float32), np.ascontiguousarray(dataset.y_train, np.int64)
     digest = hashlib.sha256(repr((task, SEED, batches.SEED, params["epochs"], params["batch_size"],
-                                  params["learning_rate"], params["layer_sizes"])).encode())
+                                  params["learning_rate"], params["momentum"], params["layer_sizes"])).encode())
     digest.update(x.tobytes())
     digest.update(y.tobytes())
     path = data_cache() / "trajectories" / f"{task}-{digest.hexdigest()[:20]}.json"
     if path.exists():
         return json.loads(path.read_text())["epoch_losses"]
     weights = {name: value.astype(np.float32) for name, value in initial_weights(task).items()}
-    epoch_losses = []
+    state, epoch_losses = {}, []
     for epoch in range(params["epochs"]):
         losses = []
         for index in batches.epoch_batches(len(x), params["batch_size"], epoch):
             loss, grads = _GRADIENTS[task](weights, x[index], y[index], np.float32)
-            numpy_models.sgd(weights, grads, {}, params["learning_rate"])
+            numpy_models.sgd(weights, grads, state, params["learning_rate"], params["momentum"])
             losses.append(float(loss))
         epoch_losses.append(float(np.mean(losses)))
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -25,26 +25,33 @@ def test_densenet121_has_its_120_convolutions_and_7_million_weights():
 
 def test_densenet121_work_is_the_published_2_9_gmacs():
     assert flops.densenet121_multiply_adds(224) / 1e9 == pytest.approx(2.87, rel=0.02)
-    assert flops.flops_per_item("MultiGPU") == 2 * 3 * flops.densenet121_multiply_adds(224)
+    stem = 112 * 112 * 7 * 7 * 3 * 64  # its input gradient is not computed
+    assert flops.flops_per_item("MultiGPU") == 2 * (3 * flops.densenet121_multiply_adds(224) - stem)
 
 
-def test_the_equivalence_check_holds_losses_and_checksum_to_their_bounds():
-    same = densenet.data_parallel_check(([0.9, 0.7, 0.5], 12.0), ([0.9, 0.7, 0.5 + 1e-6], 12.0 + 1e-2), 2)
-    assert same["data_parallel_max_abs_error"] == pytest.approx(1e-6)
-    assert same["data_parallel_checksum_max_abs_error"] == pytest.approx(1e-2)
-    assert same["data_parallel_max_abs_error"] <= same["data_parallel_tolerance"]
-    assert same["data_parallel_checksum_max_abs_error"] <= same["data_parallel_checksum_tolerance"]
+def test_the_equivalence_check_compares_the_two_updates_relative_to_the_one_device_update():
+    start = [np.ones((2, 3), np.float32), np.zeros(4, np.float32)]
+    after = [np.full((2, 3), 0.5, np.float32), np.full(4, 0.5, np.float32)]
+    update = densenet.weights_update(start, after)
+    assert update.dtype == np.float64 and update.tolist() == [-0.5] * 6 + [0.5] * 4
+    assert densenet.update_relative_error(update, update) == 0.0
+    same = densenet.data_parallel_check(([0.9, 0.5], update), ([0.9, 0.5 + 1e-6], update * (1 + 1e-6)), 2)
+    assert same["data_parallel_update_relative_error"] == pytest.approx(1e-6)
+    assert same["data_parallel_update_relative_error"] <= same["data_parallel_update_tolerance"] / 100
+    assert same["data_parallel_loss_difference"] == pytest.approx(1e-6)
     assert same["data_parallel_loss_fell"] is True and same["data_parallel_devices"] == 2
-    # Replicas that never synchronise (the measured figures): both parts fail their bounds.
-    apart = densenet.data_parallel_check(([1.1175, 0.6993, 0.6425], 41876.7), ([1.0439, 0.6476, 0.6041], 41894.7), 2)
-    assert apart["data_parallel_max_abs_error"] == pytest.approx(0.0736)
-    assert apart["data_parallel_max_abs_error"] > apart["data_parallel_tolerance"]
-    assert apart["data_parallel_checksum_max_abs_error"] > 100 * apart["data_parallel_checksum_tolerance"]
-    stuck = densenet.data_parallel_check(([0.5, 0.5, 0.6], 1.0), ([0.5, 0.5, 0.6], 1.0), 2)
+    # A sum where the mean belongs doubles one step's update on 2 devices: 100 % off.
+    summed = densenet.data_parallel_check(([0.9, 0.5], update), ([0.9, 0.4], 2 * update), 2)
+    assert summed["data_parallel_update_relative_error"] == pytest.approx(1.0)
+    assert summed["data_parallel_update_relative_error"] >= 100 * summed["data_parallel_update_tolerance"]
+    stuck = densenet.data_parallel_check(([0.5, 0.6], update), ([0.5, 0.6], update), 2)
     assert stuck["data_parallel_loss_fell"] is False
-    with pytest.raises(ValueError, match="2 losses on 2 devices, 3 on one"):
-        densenet.data_parallel_check(([1, 2, 3], 0.0), ([1, 2], 0.0), 2)
-    assert densenet.weights_checksum([np.ones((2, 3), np.float32), np.full(4, 0.5)]) == 8.0
+    with pytest.raises(ValueError, match="1 losses on 2 devices, 2 on one"):
+        densenet.data_parallel_check(([1, 2], update), ([1], update), 2)
+    with pytest.raises(ValueError, match="9 weights on N devices, 10 on one"):
+        densenet.update_relative_error(update, update[1:])
+    with pytest.raises(ValueError, match="did not move"):
+        densenet.update_relative_error(0 * update, update)
 
 
 def test_a_training_view_depends_on_epoch_and_index_only():

@@ -158,8 +158,8 @@ def test_multigpu_trains_one_model_on_one_and_all_devices_from_ram_and_disk(smok
         assert (metrics["devices"], record["params"]["pipeline"]) == (devices, settings["pipeline"])
         if devices > 1:
             assert checks["data_parallel_devices"] == smoke["cpu_devices"]
-            for name in ("data_parallel", "data_parallel_checksum"):
-                assert checks[f"{name}_max_abs_error"] <= checks[f"{name}_tolerance"]
+            # The margin the bound was chosen for (the README's margins table): a correct engine sits far below it.
+            assert checks["data_parallel_update_relative_error"] <= checks["data_parallel_update_tolerance"] / 100
             assert checks["data_parallel_loss_fell"] is True
             assert len(checks["data_parallel_losses"]) == smoke["equivalence_steps"]
         assert metrics["steps"] == smoke["epochs"] * (smoke["n_train"] // (devices * smoke["batch_size"]))

@@ -1,0 +1,72 @@
+"""Run the deliberately broken copies (runner/broken_copies.py) and keep what each produced in
+results/broken_copies.jsonl: the far side of every bound in the README's margins table.
+
+    python3 benchmarks/broken_copies.py                          # numpy copies and every broken engine
+    python3 benchmarks/broken_copies.py --engines pytorch,gluon  # numpy copies and those engines
+    python3 benchmarks/broken_copies.py --engines none           # the numpy copies only (about 2 minutes)
+
+Run it in the runner's environment (python3 run_all.py builds it; its python is printed by
+`python3 run_all.py --list`); each broken engine is one MultiGPU smoke run through run_all.py (its
+framework's environment is built when missing). `run_all.py --docs` then regenerates the table.
+"""
+import argparse
+import datetime
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from common import probe  # noqa: E402
+from runner import broken_copies, margins, report  # noqa: E402
+
+ENGINE_FRAMEWORKS = sorted({framework for framework, _, _ in broken_copies.BROKEN_ENGINES})
+
+
+def parse_arguments(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", default="all",
+                        help=f"comma-separated frameworks whose broken engines run, 'all' or 'none' ({', '.join(ENGINE_FRAMEWORKS)})")
+    parser.add_argument("--results", type=Path, default=ROOT / "results")
+    arguments = parser.parse_args(argv)
+    chosen = {"all": ENGINE_FRAMEWORKS, "none": []}.get(arguments.engines, arguments.engines.split(","))
+    unknown = [name for name in chosen if name not in ENGINE_FRAMEWORKS]
+    if unknown:
+        parser.error(f"--engines: no broken engine of {', '.join(unknown)}; valid: {', '.join(ENGINE_FRAMEWORKS)}")
+    arguments.engines = chosen
+    return arguments
+
+
+def main(argv=None):
+    arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
+    machine = probe.hardware_label(probe.hardware())
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    entries = []
+    print("[broken] numpy copies: training parity, feature parity, FCN5's trajectory")
+    for check, copy, error, bound in broken_copies.numpy_copies():
+        entries.append({"check": check, "copy": copy, "error": error, "bound": bound, "kind": "numpy",
+                        "hardware": machine, "started_at": stamp})
+        print(f"  {check}: {copy}: {error:.3g} ({error / bound:,.0f}× the bound)")
+    failures = 0
+    for framework, name, _ in broken_copies.BROKEN_ENGINES:
+        if framework not in arguments.engines:
+            continue
+        with tempfile.TemporaryDirectory() as folder:
+            record = broken_copies.run_broken_engine(framework, name, Path(folder))
+        checks = (record or {}).get("checks", {})
+        error = checks.get("data_parallel_update_relative_error")
+        valid, why = report.validity(record) if record else (True, "no record")
+        entries.append({"check": "MultiGPU equivalence", "copy": f"{framework}: {name}", "error": error,
+                        "bound": checks.get("data_parallel_update_tolerance"), "kind": "notebook",
+                        "framework": framework, "verdict": why or "valid", "hardware": machine, "started_at": stamp})
+        caught = not valid and "data_parallel_update" in why
+        failures += not caught
+        print(f"  {framework}: {name}: {why or 'VALID: the broken engine was not caught'}")
+    margins.append_broken(arguments.results, entries)
+    print(f"[broken] {len(entries)} copies appended to {arguments.results / margins.BROKEN_COPIES_FILE}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

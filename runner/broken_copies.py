@@ -1,0 +1,181 @@
+"""Deliberately broken copies: the evidence on the far side of every check's bound (the README's margins table).
+
+Two kinds, each held to the check a correct notebook passes:
+  numpy copies      the float64 reference with one mistake a notebook could make (a swapped bias row,
+                    a missing momentum, Adam replaced, a wrong batch-norm epsilon, a learning rate
+                    10 % off); seconds each, computed by the tests and by benchmarks/broken_copies.py;
+  broken engines    a MultiGPU notebook whose data-parallel engine is broken in a line or two (the
+                    gradient all-reduce removed; a sum where the mean belongs), run by the runner at
+                    smoke size: its record must be invalid, naming the equivalence check.
+benchmarks/broken_copies.py runs both and appends what they produced to results/broken_copies.jsonl,
+one JSON line per copy, with the machine it ran on.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (framework, name, [(text of the notebook, its broken replacement)]): each text occurs once.
+BROKEN_ENGINES = [
+    ("pytorch", "no gradient all-reduce (no DistributedDataParallel)", [
+        ("    model = DistributedDataParallel(model, device_ids=[rank] if use_gpu else None)\n"
+         "    # Batch norm on its running statistics",
+         "    # Batch norm on its running statistics")]),
+    ("pytorch", "sum of the devices' gradients (loss × world size)", [
+        ("        loss = loss_fn(model(x), y)\n        loss.backward()\n        optimizer.step()\n"
+         "        dist.all_reduce(loss := loss.detach())",
+         "        loss = loss_fn(model(x), y)\n        (loss * world_size).backward()\n        optimizer.step()\n"
+         "        dist.all_reduce(loss := loss.detach())")]),
+    ("paddle", "no gradient all-reduce (no paddle.DataParallel)", [
+        ("    model = paddle.DataParallel(layers)\n    # Batch norm on its running statistics",
+         "    model = layers\n    # Batch norm on its running statistics")]),
+    ("paddle", "sum of the devices' gradients (loss × world size)", [
+        ("        loss = loss_fn(model(x), y)\n        loss.backward()\n        optimizer.step()\n"
+         "        optimizer.clear_grad()\n        losses.append(",
+         "        loss = loss_fn(model(x), y)\n        (loss * world_size).backward()\n        optimizer.step()\n"
+         "        optimizer.clear_grad()\n        losses.append(")]),
+    ("gluon", "no gradient all-reduce (no kvstore)", [
+        ("{\"learning_rate\": params[\"equivalence_learning_rate\"]},\n                            kvstore=\"device\")",
+         "{\"learning_rate\": params[\"equivalence_learning_rate\"]},\n                            kvstore=None)")]),
+    ("gluon", "sum of the devices' gradients (step scaled by one device's batch)", [
+        ("    trainer.step(len(x))", "    trainer.step(len(x) // len(contexts))")]),
+    ("tensorflow", "sum of the devices' gradients (loss averaged over one replica's batch)", [
+        ("loss = tf.nn.compute_average_loss(per_image, global_batch_size=global_batch)",
+         "loss = tf.nn.compute_average_loss(per_image)")]),
+]
+
+
+def broken_notebook(framework, name, folder):
+    """Write the broken copy `name` of `framework`'s MultiGPU notebook into `folder` (under the
+    registered notebook name) and return its path."""
+    from runner.frameworks import FRAMEWORKS, notebook_name
+
+    changes = next(changes for fw, copy, changes in BROKEN_ENGINES if (fw, copy) == (framework, name))
+    notebook = notebook_name(FRAMEWORKS[framework], "MultiGPU")
+    content = json.loads((ROOT / "notebooks" / notebook).read_text())
+    for old, new in changes:
+        cells = [cell for cell in content["cells"] if old in "".join(cell["source"])]
+        if len(cells) != 1 or "".join(cells[0]["source"]).count(old) != 1:
+            raise ValueError(f"{notebook}: the text to break occurs {len(cells)} times: {old[:60]!r}")
+        cells[0]["source"] = "".join(cells[0]["source"]).replace(old, new).splitlines(keepends=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / notebook).write_text(json.dumps(content, indent=1, ensure_ascii=False) + "\n")
+    return folder / notebook
+
+
+def run_broken_engine(framework, name, folder, python=sys.executable, timeout=1800):
+    """Run the broken copy through run_all.py (smoke, synthetic, all devices, images in RAM) and
+    return its record."""
+    from common import records
+    from runner import report
+
+    broken_notebook(framework, name, folder / "notebooks")
+    readme = folder / "README.md"
+    readme.write_text(f"{report.BEGIN_MARKER}\n{report.END_MARKER}\n")
+    subprocess.run([str(python), str(ROOT / "run_all.py"), "--frameworks", framework, "--tasks", "MultiGPU",
+                    "--profile", "smoke", "--data", "synthetic", "--devices", "all", "--pipelines", "ram",
+                    "--notebooks-dir", str(folder / "notebooks"), "--results-dir", str(folder / "results"),
+                    "--readme", str(readme), "--timeout", "900"],
+                   capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+                   env=dict(os.environ, ROSETTA_RUNNER="1"))
+    written = records.read_records(folder / "results" / "records.jsonl")
+    return written[-1] if written else None
+
+
+# ---- numpy copies
+
+def _parity_error(task, weights, optimiser=None):
+    from common import reference
+
+    x, labels = reference.parity_batch(task)
+    weights = {key: value.astype(np.float64) for key, value in weights.items()}
+    state, losses = {}, []
+    for _ in range(reference.PARITY_STEPS):
+        loss, grads = reference._GRADIENTS[task](weights, x, labels)
+        losses.append(loss)
+        (optimiser or (lambda w, g, s: reference.optimiser_step(task, w, g, s)))(weights, grads, state)
+    return reference.train_parity_error(task, losses, reference._FORWARD[task](weights, x))
+
+
+def _swapped(task, name):
+    from common import reference
+
+    weights = reference.parity_weights(task)
+    swapped = weights[name].copy()
+    swapped[[0, 1]] = swapped[[1, 0]]
+    return dict(weights, **{name: swapped})
+
+
+def parity_copies():
+    """[(check, copy, error, bound)] of the training-parity check's numpy copies."""
+    from common import numpy_models, reference
+    from common.params import get_params
+
+    cnn, rnn, fcn5 = (get_params(task) for task in ("CNN", "RNN", "FCN5"))
+    parity = {task: reference.parity_weights(task) for task in reference.TASKS}
+    copies = [("CNN", f"{name} rows 0 and 1 swapped", _swapped("CNN", name)) for name in ("conv2/bias", "dense1/bias", "dense2/bias")]
+    copies += [("RNN", f"{name} rows 0 and 1 swapped", _swapped("RNN", name)) for name in ("gru/b_z", "gru/c_n", "gru/c_r")]
+    copies += [("FCN5", f"{name} rows 0 and 1 swapped", _swapped("FCN5", name)) for name in ("dense2/bias", "dense4/bias")]
+    moved = dict(parity["RNN"], **{"gru/b_n": parity["RNN"]["gru/b_n"] + parity["RNN"]["gru/c_n"],
+                                   "gru/c_n": np.zeros_like(parity["RNN"]["gru/c_n"])})
+    copies.append(("RNN", "candidate's recurrent bias outside the reset product", moved))
+    found = [(task, copy, _parity_error(task, weights)) for task, copy, weights in copies]
+    optimisers = [
+        ("CNN", "no momentum", lambda w, g, s: numpy_models.sgd(w, g, s, cnn["learning_rate"])),
+        ("CNN", "learning rate 10× too high", lambda w, g, s: numpy_models.sgd(w, g, s, 10 * cnn["learning_rate"], cnn["momentum"])),
+        ("RNN", "SGD instead of Adam", lambda w, g, s: numpy_models.sgd(w, g, s, rnn["learning_rate"])),
+        ("FCN5", "no momentum", lambda w, g, s: numpy_models.sgd(w, g, s, fcn5["learning_rate"])),
+    ]
+    found += [(task, copy, _parity_error(task, parity[task], optimiser)) for task, copy, optimiser in optimisers]
+    return [(f"training parity, {task}", copy, error, reference.TRAIN_PARITY_TOLERANCE[task])
+            for task, copy, error in found]
+
+
+def feature_copies(size=64):
+    """[(check, copy, error, bound)] of the feature-parity check's numpy copies: ResNet-50 on random
+    weights with non-zero biases and batch-norm statistics, two fixed images of `size` pixels."""
+    from common import numpy_resnet, resnet_weights
+    from common.loaders import photos
+
+    arrays = resnet_weights.random_arrays()
+    images = photos.preprocess_caffe(photos.fixed_images(2, size=size), size=size)
+    expected = numpy_resnet.features(arrays, images)
+
+    def error(weights=arrays, **options):
+        return float(np.abs(numpy_resnet.features(weights, images, **options) - expected).max())
+
+    copies = [("batch-norm epsilon 1e-5 instead of 1e-3", error(epsilon=1e-5)),
+              ("convolution biases left out", error({name: 0 * value if name.endswith("_conv/bias") else value
+                                                     for name, value in arrays.items()})),
+              ("first batch norm's offset and mean swapped",
+               error(dict(arrays, **{"conv1_bn/beta": arrays["conv1_bn/moving_mean"],
+                                     "conv1_bn/moving_mean": arrays["conv1_bn/beta"]})))]
+    return [(f"feature parity, {precision}", copy, value, bound)
+            for precision, bound in numpy_resnet.FEATURE_TOLERANCE.items() for copy, value in copies]
+
+
+def trajectory_copies():
+    """[(check, copy, error, bound)] of FCN5's trajectory check: the smoke run on synthetic digits
+    with a wrong hyper-parameter, against the right one (computed here, not cached)."""
+    from common import data, reference
+    from common.params import get_params
+
+    dataset = data.load_mnist(512, 64, data="synthetic")
+    params = dict(get_params("FCN5", "smoke"), epochs=2)
+    expected = reference.training_trajectory("FCN5", params, dataset)
+    found = []
+    for copy, changed in (("learning rate 10 % off", dict(params, learning_rate=1.1 * params["learning_rate"])),
+                          ("no momentum", dict(params, momentum=0.0))):
+        losses = reference.training_trajectory("FCN5", changed, dataset)
+        found.append(("FCN5 trajectory", copy, float(np.abs(np.subtract(losses, expected)).max()),
+                      reference.TRAIN_TRAJECTORY_TOLERANCE))
+    return found
+
+
+def numpy_copies():
+    return parity_copies() + feature_copies() + trajectory_copies()

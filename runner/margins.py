@@ -1,0 +1,90 @@
+"""Every bound of the validity rule beside its two margins: the largest error a correct notebook
+produced (over frameworks, variants and the machines in the records) and the smallest error a
+deliberately broken copy produced (runner.broken_copies, kept in results/broken_copies.jsonl).
+A bound closer than MIN_MARGIN to either side is flagged: it is a defect to fix."""
+import json
+from pathlib import Path
+
+from common.probe import hardware_label
+
+BROKEN_COPIES_FILE = "broken_copies.jsonl"
+MIN_MARGIN = {"MultiGPU equivalence": 100}
+DEFAULT_MIN_MARGIN = 10
+
+# check name: (task, the record's error field, which records: a predicate on the record)
+CHECKS = {
+    "training parity, CNN": ("CNN", "train_parity_max_abs_error", None),
+    "training parity, RNN": ("RNN", "train_parity_max_abs_error", None),
+    "training parity, FCN5": ("FCN5", "train_parity_max_abs_error", None),
+    "FCN5 trajectory": ("FCN5", "train_trajectory_max_abs_error", None),
+    "feature parity, fp32": ("Inference", "feature_max_abs_error", lambda record: record.get("variant") != "bf16"),
+    "feature parity, bf16": ("Inference", "feature_max_abs_error", lambda record: record.get("variant") == "bf16"),
+    "MultiGPU equivalence": ("MultiGPU", "data_parallel_update_relative_error", None),
+}
+
+
+def read_broken(results):
+    path = Path(results) / BROKEN_COPIES_FILE
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def append_broken(results, entries):
+    path = Path(results) / BROKEN_COPIES_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        for entry in entries:
+            handle.write(json.dumps(entry) + "\n")
+
+
+def _where(record):
+    variant = record.get("variant")
+    shown = record.get("framework", "?") + ("" if variant in (None, "", "default") else f" ({variant})")
+    return f"{shown}, {hardware_label(record.get('hardware', {}))}"
+
+
+def rows(all_records, broken):
+    """[(check, bound, (largest correct error, where) or None, (smallest broken error, which) or None)]."""
+    found = []
+    for check, (task, field, keep) in CHECKS.items():
+        correct = [(record["checks"][field], _where(record)) for record in all_records
+                   if record.get("task") == task and record.get("status") == "ok"
+                   and isinstance(record.get("checks", {}).get(field), (int, float))
+                   and (keep is None or keep(record))]
+        bounds = {record["checks"].get(field.replace("_max_abs_error", "_tolerance").replace("_relative_error", "_tolerance"))
+                  for record in all_records if record.get("task") == task and field in record.get("checks", {})
+                  and (keep is None or keep(record))}
+        copies = [(entry["error"], entry["copy"] + (f" ({entry['hardware']})" if entry.get("hardware") else ""))
+                  for entry in broken if entry.get("check") == check and isinstance(entry.get("error"), (int, float))]
+        bounds |= {entry.get("bound") for entry in broken if entry.get("check") == check}
+        bounds.discard(None)
+        bound = max(bounds) if bounds else None
+        found.append((check, bound, max(correct) if correct else None, min(copies) if copies else None))
+    return found
+
+
+def _margin(ratio, needed):
+    if ratio is None:
+        return "—"
+    text = f"{ratio:,.0f}×" if ratio >= 10 else f"{ratio:.2g}×"
+    return text if ratio >= needed else f"**{text}: too close**"
+
+
+def markdown(all_records, broken):
+    lines = ["### Bounds and their margins", "",
+             "Each check of the validity rule beside the largest error a correct notebook produced (over every "
+             "framework, variant and machine in the records) and the smallest error a deliberately broken copy "
+             "produced (`runner/broken_copies.py`: the numpy reference with one mistake, or a MultiGPU notebook "
+             "with its engine broken, run by `benchmarks/broken_copies.py`). A bound must sit at least "
+             f"{DEFAULT_MIN_MARGIN}× from both ({MIN_MARGIN['MultiGPU equivalence']}× for the equivalence check).", "",
+             "| check | bound | largest error, correct | below the bound | smallest error, broken | above the bound |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for check, bound, correct, copy in rows(all_records, broken):
+        needed = MIN_MARGIN.get(check, DEFAULT_MIN_MARGIN)
+        below = bound / correct[0] if bound and correct and correct[0] > 0 else None
+        above = copy[0] / bound if bound and copy else None
+        lines.append(f"| {check} | {bound:.0e} | " if bound else f"| {check} | — | ")
+        lines[-1] += (f"{correct[0]:.1e} ({correct[1]}) | " if correct else "— | ") + _margin(below, needed) + " | "
+        lines[-1] += (f"{copy[0]:.2g} ({copy[1]}) | " if copy else "— | ") + _margin(above, needed) + " |"
+    return "\n".join(lines)

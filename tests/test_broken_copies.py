@@ -1,0 +1,74 @@
+"""The far side of every bound: deliberately broken copies make their check fail by a wide margin,
+a broken data-parallel engine makes its MultiGPU record invalid, and the margins table reports
+both sides of every bound."""
+import json
+
+import pytest
+
+from runner import broken_copies, margins, report
+
+# The smallest margin above the bound a broken copy must keep (runner.margins).
+NEEDED = {"MultiGPU equivalence": 100}
+
+
+@pytest.fixture(scope="module")
+def trajectory_and_parity():
+    return broken_copies.parity_copies() + broken_copies.trajectory_copies()
+
+
+def test_every_training_copy_breaks_its_check_by_ten_times_its_bound(trajectory_and_parity):
+    checks = {check for check, _, _, _ in trajectory_and_parity}
+    assert checks == {"training parity, CNN", "training parity, RNN", "training parity, FCN5", "FCN5 trajectory"}
+    for check, copy, error, bound in trajectory_and_parity:
+        assert error >= 10 * bound, f"{check}: {copy}: {error:.3g} is within 10× of the bound {bound}"
+
+
+def test_the_fp32_feature_check_catches_a_wrong_epsilon_and_wrong_mappings():
+    for check, copy, error, bound in broken_copies.feature_copies(size=32):
+        if check == "feature parity, fp32":
+            assert error >= 10 * bound, f"{copy}: {error:.3g}"
+
+
+def test_each_broken_engine_names_an_existing_line_of_its_notebook(tmp_path):
+    """Every replacement applies exactly once to today's notebook (a notebook edit that moves a
+    line breaks this test, not the benchmark later)."""
+    for framework, name, changes in broken_copies.BROKEN_ENGINES:
+        path = broken_copies.broken_notebook(framework, name, tmp_path / framework)
+        text = "".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"])
+        assert all(new in text and old not in text for old, new in changes), name
+    assert {framework for framework, _, _ in broken_copies.BROKEN_ENGINES} >= {"pytorch", "paddle", "gluon", "tensorflow"}
+
+
+@pytest.mark.parametrize("name", [name for framework, name, _ in broken_copies.BROKEN_ENGINES if framework == "pytorch"])
+def test_a_broken_pytorch_engine_makes_its_record_invalid_by_the_equivalence_check(tmp_path, name):
+    """Two gloo processes at smoke size: without DistributedDataParallel each replica trains on its
+    own share; with the loss scaled by the world size the all-reduce sums. The record says which
+    check failed, far beyond its bound."""
+    record = broken_copies.run_broken_engine("pytorch", name, tmp_path)
+    assert record is not None and record["status"] == "ok", record and record.get("reason")
+    checks = record["checks"]
+    assert checks["data_parallel_update_relative_error"] >= NEEDED["MultiGPU equivalence"] * checks["data_parallel_update_tolerance"]
+    valid, why = report.validity(record)
+    assert not valid and why.startswith("invalid: data_parallel_update error")
+
+
+def test_the_margins_table_shows_both_sides_of_every_bound_and_flags_a_close_one():
+    def checked(task, checks, **fields):
+        return dict({"task": task, "status": "ok", "framework": "pytorch", "variant": "default",
+                     "hardware": {"cpu_model": "Test CPU", "cpu_cores": 2}, "checks": checks}, **fields)
+
+    written = [checked("CNN", {"train_parity_max_abs_error": 1e-5, "train_parity_tolerance": 1e-3}),
+               checked("CNN", {"train_parity_max_abs_error": 2e-5, "train_parity_tolerance": 1e-3}, framework="gluon"),
+               checked("Inference", {"feature_max_abs_error": 0.2, "feature_tolerance": 0.5}, variant="bf16"),
+               checked("MultiGPU", {"data_parallel_update_relative_error": 2e-6, "data_parallel_update_tolerance": 1e-3}),
+               checked("CNN", {"train_parity_max_abs_error": 0.5, "train_parity_tolerance": 1e-3}, status="failed")]
+    broken = [{"check": "training parity, CNN", "copy": "no momentum", "error": 1.4, "bound": 1e-3},
+              {"check": "training parity, CNN", "copy": "dense1 bias swapped", "error": 0.04, "bound": 1e-3},
+              {"check": "MultiGPU equivalence", "copy": "pytorch: no all-reduce", "error": 0.4, "bound": 1e-3,
+               "hardware": "Test CPU (2 cores)"}]
+    table = margins.markdown(written, broken)
+    rows = {line.split(" | ")[0].strip("| "): line for line in table.splitlines() if line.startswith("| ")}
+    assert "| 1e-03 | 2.0e-05 (gluon, Test CPU (2 cores)) | 50× | 0.04 (dense1 bias swapped) | 40× |" in rows["training parity, CNN"]
+    assert "**2.5×: too close**" in rows["feature parity, bf16"] and rows["feature parity, bf16"].endswith("| — | — |")
+    assert "| 500× | 0.4 (pytorch: no all-reduce (Test CPU (2 cores))) | 400× |" in rows["MultiGPU equivalence"]
+    assert rows["training parity, RNN"].startswith("| training parity, RNN | — | — | — |")
