@@ -4,6 +4,7 @@ results/broken_copies.jsonl: the far side of every bound in the README's margins
     python3 benchmarks/broken_copies.py                          # numpy copies and every broken engine
     python3 benchmarks/broken_copies.py --engines pytorch,gluon  # numpy copies and those engines
     python3 benchmarks/broken_copies.py --engines none           # the numpy copies only (about 2 minutes)
+    python3 benchmarks/broken_copies.py --engines jax_flax --skip-numpy
 
 Run it in the runner's environment (python3 run_all.py builds it; its python is printed by
 `python3 run_all.py --list`); each broken engine is one MultiGPU smoke run through run_all.py (its
@@ -28,6 +29,7 @@ def parse_arguments(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engines", default="all",
                         help=f"comma-separated frameworks whose broken engines run, 'all' or 'none' ({', '.join(ENGINE_FRAMEWORKS)})")
+    parser.add_argument("--skip-numpy", action="store_true", help="run the broken engines only")
     parser.add_argument("--results", type=Path, default=ROOT / "results")
     arguments = parser.parse_args(argv)
     chosen = {"all": ENGINE_FRAMEWORKS, "none": []}.get(arguments.engines, arguments.engines.split(","))
@@ -43,8 +45,9 @@ def main(argv=None):
     machine = probe.hardware_label(probe.hardware())
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     entries = []
-    print("[broken] numpy copies: training parity, feature parity, FCN5's trajectory")
-    for check, copy, error, bound in broken_copies.numpy_copies():
+    if not arguments.skip_numpy:
+        print("[broken] numpy copies: training parity, feature parity, FCN5's trajectory")
+    for check, copy, error, bound in [] if arguments.skip_numpy else broken_copies.numpy_copies():
         entries.append({"check": check, "copy": copy, "error": error, "bound": bound, "kind": "numpy",
                         "hardware": machine, "started_at": stamp})
         print(f"  {check}: {copy}: {error:.3g} ({error / bound:,.0f}× the bound)")

@@ -53,11 +53,12 @@ def theoretical(cores=None, flags=None, vendor=None, family=None, ghz=None):
     else:
         return {"fp32": None, "bf16": None, "fp32_how": "no AVX2: no vector width known", "bf16_how": None}
     fp32 = 2 * cores * ghz * lanes * FMA_UNITS
-    how = f"{cores} cores × {ghz:.2f} GHz × {FMA_UNITS} {width} FMA units × {lanes} lanes × 2"
+    how = f"{cores} core{'s' if cores != 1 else ''} × {ghz:.2f} GHz × {FMA_UNITS} {width} FMA units × {lanes} lanes × 2"
     bf16, bf16_how = None, "no native bf16 (neither AVX-512 BF16 nor AMX)"
     if "amx_bf16" in flags:
         bf16 = 2 * cores * ghz * AMX_BF16_MULTIPLY_ADDS_PER_CYCLE
-        bf16_how = f"{cores} cores × {ghz:.2f} GHz × AMX's {AMX_BF16_MULTIPLY_ADDS_PER_CYCLE} multiply-adds a cycle × 2"
+        bf16_how = (f"{cores} core{'s' if cores != 1 else ''} × {ghz:.2f} GHz × AMX's "
+                    f"{AMX_BF16_MULTIPLY_ADDS_PER_CYCLE} multiply-adds a cycle × 2")
     elif "avx512_bf16" in flags:
         bf16 = 2 * fp32  # VDPBF16PS: a pair of bf16 products per fp32 lane
         bf16_how = how + " × 2 (AVX-512 BF16: two products per fp32 lane)"

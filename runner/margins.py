@@ -23,6 +23,17 @@ CHECKS = {
 }
 
 
+def current_bounds():
+    """{check: the bound the code holds it to today}."""
+    from common import densenet, numpy_resnet, reference
+
+    bounds = {f"training parity, {task}": bound for task, bound in reference.TRAIN_PARITY_TOLERANCE.items()}
+    bounds["FCN5 trajectory"] = reference.TRAIN_TRAJECTORY_TOLERANCE
+    bounds.update({f"feature parity, {precision}": bound for precision, bound in numpy_resnet.FEATURE_TOLERANCE.items()})
+    bounds["MultiGPU equivalence"] = densenet.UPDATE_TOLERANCE
+    return bounds
+
+
 def read_broken(results):
     path = Path(results) / BROKEN_COPIES_FILE
     if not path.exists():
@@ -45,21 +56,18 @@ def _where(record):
 
 
 def rows(all_records, broken):
-    """[(check, bound, (largest correct error, where) or None, (smallest broken error, which) or None)]."""
+    """[(check, today's bound, (largest correct error, where) or None, (smallest broken error, which)
+    or None)]."""
     found = []
+    bounds = current_bounds()
     for check, (task, field, keep) in CHECKS.items():
         correct = [(record["checks"][field], _where(record)) for record in all_records
                    if record.get("task") == task and record.get("status") == "ok"
                    and isinstance(record.get("checks", {}).get(field), (int, float))
                    and (keep is None or keep(record))]
-        bounds = {record["checks"].get(field.replace("_max_abs_error", "_tolerance").replace("_relative_error", "_tolerance"))
-                  for record in all_records if record.get("task") == task and field in record.get("checks", {})
-                  and (keep is None or keep(record))}
         copies = [(entry["error"], entry["copy"] + (f" ({entry['hardware']})" if entry.get("hardware") else ""))
                   for entry in broken if entry.get("check") == check and isinstance(entry.get("error"), (int, float))]
-        bounds |= {entry.get("bound") for entry in broken if entry.get("check") == check}
-        bounds.discard(None)
-        bound = max(bounds) if bounds else None
+        bound = bounds.get(check)
         found.append((check, bound, max(correct) if correct else None, min(copies) if copies else None))
     return found
 

@@ -60,8 +60,9 @@ def product(size, bf16):
 
 DRIVER = """
 import importlib.util, json, sys
-from common import peak, probe
-threads = probe.pin_threads(int(sys.argv[1]))
+from common import probe
+threads = probe.pin_threads(int(sys.argv[1]))  # before numpy: BLAS sizes its pool when it loads
+from common import peak
 bf16 = sys.argv[2] == "1"
 sizes = [int(size) for size in sys.argv[4].split(",")]
 found = {}
@@ -84,7 +85,7 @@ for name, code in GEMMS.items():
             by_precision[precision] = by_size
         found[name] = by_precision
     except Exception as error:  # a framework that cannot run its GEMM here is left out, said why
-        print(f"{name}: {type(error).__name__}: {error}", file=sys.stderr)
+        print(f"[gemm] {name}: {type(error).__name__}: {error}", file=sys.stderr)
 print(json.dumps(found))
 """
 
@@ -102,8 +103,9 @@ def measure(python, threads, numpy_only, bf16, sizes):
     except (ValueError, IndexError):
         print(f"[run] GEMMs not measured by {python}: {result.stderr.strip()[-300:]}")
         return {}
-    if result.stderr.strip():
-        print(f"[run] GEMMs by {Path(python).parent.parent.name}: {result.stderr.strip()[-300:]}")
+    for line in result.stderr.splitlines():  # the frameworks' own warnings are left out
+        if line.startswith("[gemm] "):
+            print(f"[run] GEMM not measured in {Path(python).parent.parent.name}: {line[7:][:300]}")
     return {source: {precision: {int(size): value for size, value in by_size.items()}
                      for precision, by_size in by_precision.items()}
             for source, by_precision in found.items()}

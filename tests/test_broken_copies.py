@@ -35,7 +35,8 @@ def test_each_broken_engine_names_an_existing_line_of_its_notebook(tmp_path):
     for framework, name, changes in broken_copies.BROKEN_ENGINES:
         path = broken_copies.broken_notebook(framework, name, tmp_path / framework)
         text = "".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"])
-        assert all(new in text and old not in text for old, new in changes), name
+        original = (broken_copies.ROOT / "notebooks" / path.name).read_text()
+        assert all(new in text for _, new in changes) and path.read_text() != original, name
     assert {framework for framework, _, _ in broken_copies.BROKEN_ENGINES} >= {"pytorch", "paddle", "gluon", "tensorflow"}
 
 
@@ -71,4 +72,5 @@ def test_the_margins_table_shows_both_sides_of_every_bound_and_flags_a_close_one
     assert "| 1e-03 | 2.0e-05 (gluon, Test CPU (2 cores)) | 50× | 0.04 (dense1 bias swapped) | 40× |" in rows["training parity, CNN"]
     assert "**2.5×: too close**" in rows["feature parity, bf16"] and rows["feature parity, bf16"].endswith("| — | — |")
     assert "| 500× | 0.4 (pytorch: no all-reduce (Test CPU (2 cores))) | 400× |" in rows["MultiGPU equivalence"]
-    assert rows["training parity, RNN"].startswith("| training parity, RNN | — | — | — |")
+    # Today's bound, whatever the records held: a check without runs or copies says so.
+    assert rows["training parity, RNN"] == "| training parity, RNN | 1e-04 | — | — | — | — |"
