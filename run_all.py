@@ -324,6 +324,7 @@ class Runner:
         self.hardware_label = probe.hardware_label(self.hardware)
         self.run_id = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
         self.kernels = {}
+        self.pythons = {}  # framework name: the interpreter its kernel runs
         self.already_recorded = 0
         self.repeat = 1
 
@@ -408,7 +409,7 @@ class Runner:
             name = f"r-{name}"
         kernel = environments.write_kernel(f"rosetta-{name}", python, f"Rosetta {name}",
                                            framework.language)
-        self.kernels[framework.name] = kernel
+        self.kernels[framework.name], self.pythons[framework.name] = kernel, python
         return kernel
 
     def note_install_cost(self, environment, remeasure=False):
@@ -610,7 +611,7 @@ class Runner:
         per run and thread count, each in a fresh interpreter (the thread pools of this one are
         already sized). Smoke runs, never shown, take numpy's smallest product only."""
         from common import peak
-        from runner import environments, peaks
+        from runner import peaks
 
         pythons = []
         if self.arguments.profile != "smoke":
@@ -620,10 +621,8 @@ class Runner:
                 except Exception as error:  # its notebooks will record the failure
                     print(f"[run] {framework.title}'s GEMMs not measured: {error}")
                     continue
-                python = (sys.executable if self.arguments.use_current_python else
-                          environments.environment_python(environments.environment_path(framework.environment, self.accelerator)))
-                if python not in pythons:
-                    pythons.append(python)
+                if self.pythons[framework.name] not in pythons:
+                    pythons.append(self.pythons[framework.name])
         found = peaks.machine_peak(threads, pythons, peak.GEMM_SIZES[:1] if self.arguments.profile == "smoke" else None)
         self.peaks[threads] = found
         for precision in ("fp32", "bf16"):

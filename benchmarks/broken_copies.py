@@ -45,9 +45,11 @@ def main(argv=None):
     machine = probe.hardware_label(probe.hardware())
     stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     entries = []
+    copies = []
     if not arguments.skip_numpy:
         print("[broken] numpy copies: training parity, feature parity, FCN5's trajectory")
-    for check, copy, error, bound in [] if arguments.skip_numpy else broken_copies.numpy_copies():
+        copies = broken_copies.numpy_copies()
+    for check, copy, error, bound in copies:
         entries.append({"check": check, "copy": copy, "error": error, "bound": bound, "kind": "numpy",
                         "hardware": machine, "started_at": stamp})
         print(f"  {check}: {copy}: {error:.3g} ({error / bound:,.0f}× the bound)")

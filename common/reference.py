@@ -172,17 +172,26 @@ def optimiser_step(task, weights, grads, state, adam_form="paper"):
         numpy_models.sgd(weights, grads, state, params["learning_rate"], params.get("momentum", 0.0))
 
 
-@functools.lru_cache(maxsize=None)
-def _reference_training(task, dtype_name, adam_form="paper"):
-    dtype = np.dtype(dtype_name)
-    weights = {name: value.astype(dtype) for name, value in parity_weights(task).items()}
+def parity_steps(task, weights, dtype=np.float64, optimiser=None, adam_form="paper"):
+    """(losses, logits after them) of PARITY_STEPS numpy steps on parity_batch(task) from `weights`,
+    in `dtype`; `optimiser(weights, grads, state)` replaces the task's own (a broken copy's)."""
+    dtype = np.dtype(dtype)
+    weights = {name: value.astype(dtype) for name, value in weights.items()}
     x, labels = parity_batch(task)
     state, losses = {}, []
     for _ in range(PARITY_STEPS):
         loss, grads = _GRADIENTS[task](weights, x, labels, dtype)
         losses.append(loss)
-        optimiser_step(task, weights, grads, state, adam_form)
+        if optimiser:
+            optimiser(weights, grads, state)
+        else:
+            optimiser_step(task, weights, grads, state, adam_form)
     return np.array(losses), _FORWARD[task](weights, x, None, dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_training(task, dtype_name, adam_form="paper"):
+    return parity_steps(task, parity_weights(task), dtype_name, adam_form=adam_form)
 
 
 def reference_training(task, adam_form="paper"):

@@ -103,14 +103,7 @@ def run_broken_engine(framework, name, folder, python=sys.executable, timeout=18
 def _parity_error(task, weights, optimiser=None):
     from common import reference
 
-    x, labels = reference.parity_batch(task)
-    weights = {key: value.astype(np.float64) for key, value in weights.items()}
-    state, losses = {}, []
-    for _ in range(reference.PARITY_STEPS):
-        loss, grads = reference._GRADIENTS[task](weights, x, labels)
-        losses.append(loss)
-        (optimiser or (lambda w, g, s: reference.optimiser_step(task, w, g, s)))(weights, grads, state)
-    return reference.train_parity_error(task, losses, reference._FORWARD[task](weights, x))
+    return reference.train_parity_error(task, *reference.parity_steps(task, weights, optimiser=optimiser))
 
 
 def _swapped(task, name):
@@ -172,7 +165,8 @@ def feature_copies(size=64):
 
 def trajectory_copies():
     """[(check, copy, error, bound)] of FCN5's trajectory check: the smoke run on synthetic digits
-    with a wrong hyper-parameter, against the right one (computed here, not cached)."""
+    with a wrong hyper-parameter, against the right one (each cached in the data cache, as a
+    notebook's reference trajectory is)."""
     from common import data, reference
     from common.params import get_params
 

@@ -2,10 +2,10 @@
 produced (over frameworks, variants and the machines in the records) and the smallest error a
 deliberately broken copy produced (runner.broken_copies, kept in results/broken_copies.jsonl).
 A bound closer than MIN_MARGIN to either side is flagged: it is a defect to fix."""
-import json
 from pathlib import Path
 
 from common.probe import hardware_label
+from common.records import append_record, read_records
 
 BROKEN_COPIES_FILE = "broken_copies.jsonl"
 MIN_MARGIN = {"MultiGPU equivalence": 100}
@@ -35,18 +35,12 @@ def current_bounds():
 
 
 def read_broken(results):
-    path = Path(results) / BROKEN_COPIES_FILE
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_records(Path(results) / BROKEN_COPIES_FILE)
 
 
 def append_broken(results, entries):
-    path = Path(results) / BROKEN_COPIES_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        for entry in entries:
-            handle.write(json.dumps(entry) + "\n")
+    for entry in entries:
+        append_record(entry, Path(results) / BROKEN_COPIES_FILE)
 
 
 def _where(record):

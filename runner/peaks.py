@@ -66,10 +66,10 @@ from common import peak
 bf16 = sys.argv[2] == "1"
 sizes = [int(size) for size in sys.argv[4].split(",")]
 found = {}
-if sys.argv[3] == "numpy":
+numpy_only = sys.argv[3] == "numpy"
+if numpy_only:
     found["numpy"] = peak.numpy_gemms(sizes)
-    GEMMS = {}
-for name, code in GEMMS.items():
+for name, code in {} if numpy_only else GEMMS.items():
     if importlib.util.find_spec(name.split(".")[0]) is None:
         continue
     try:
@@ -114,9 +114,7 @@ def measure(python, threads, numpy_only, bf16, sizes):
 def machine_peak(threads, framework_pythons=(), sizes=None):
     """common.peak.combine of numpy's GEMMs, each framework environment's own (`framework_pythons`:
     their interpreters; a framework found in several keeps its best) and the theoretical peak."""
-    from common import peak
-
-    from common import probe
+    from common import peak, probe
 
     sizes = sizes or peak.GEMM_SIZES
     theory = peak.theoretical(cores=min(threads, probe.physical_cores()))

@@ -1,7 +1,6 @@
 """Notebook against plain loop (issue 11): which loop is each framework's yardstick, where its
 results are kept (results/plain_loops.jsonl, one JSON object per loop run, appended by
 `benchmarks/plain_loops.py`), and the ratio table the README shows."""
-import json
 import os
 import statistics
 from pathlib import Path
@@ -9,6 +8,7 @@ from pathlib import Path
 from runner.frameworks import RUNNABLE
 from common.paths import REPOSITORY_ROOT
 from common.probe import hardware_label
+from common.records import append_record, read_records
 from runner import environments, report
 
 FILE_NAME = "plain_loops.jsonl"
@@ -65,17 +65,11 @@ def loop_command(framework, task, python, profile, threads, steps=None):
 
 
 def read(results):
-    path = Path(results) / FILE_NAME
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_records(Path(results) / FILE_NAME)
 
 
 def append(results, entry):
-    path = Path(results) / FILE_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        handle.write(json.dumps(entry, sort_keys=True) + "\n")
+    append_record(entry, Path(results) / FILE_NAME)
 
 
 def loop_key(entry):

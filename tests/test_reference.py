@@ -113,15 +113,7 @@ def test_parity_batches_are_fixed_labelled_and_padded():
 
 def steps_with(task, weights, optimiser=None):
     """The reference's PARITY_STEPS in float64 from `weights`, optionally with another optimiser."""
-    x, labels = reference.parity_batch(task)
-    gradients = reference._GRADIENTS[task]
-    weights = {k: v.astype(np.float64) for k, v in weights.items()}
-    state, losses = {}, []
-    for _ in range(reference.PARITY_STEPS):
-        loss, grads = gradients(weights, x, labels)
-        losses.append(loss)
-        (optimiser or (lambda w, g, s: reference.optimiser_step(task, w, g, s)))(weights, grads, state)
-    return losses, reference._FORWARD[task](weights, x)
+    return reference.parity_steps(task, weights, optimiser=optimiser)
 
 
 def test_the_reference_passes_its_own_check_and_float32_is_far_inside_the_bound():
