@@ -88,9 +88,12 @@ def parse_arguments(argv):
     parser.add_argument("--timeout", type=positive_number("seconds"), default=3600,
                         help="seconds one notebook may run before it is stopped and recorded as "
                              "failed (default 3600)")
-    parser.add_argument("--variants", choices=("all", DEFAULT_VARIANT), default="all",
+    extra_variants = sorted({variant for framework in RUNNABLE.values() for task in TASKS
+                             for variant in variants(framework, task)} - {DEFAULT_VARIANT})
+    parser.add_argument("--variants", choices=("all", DEFAULT_VARIANT, *extra_variants), default="all",
                         help="all (default): also run each notebook's variants (torch.compile, "
-                             "XLA, bf16, …) as rows of their own; default: the plain fp32 run only")
+                             "XLA, bf16, …) as rows of their own; default: the plain fp32 run only; "
+                             "a variant's name: that variant only, in the notebooks that have it")
     parser.add_argument("--repeat", type=positive_number(), default=1, metavar="N",
                         help="run each notebook N times, each in a fresh kernel, the whole "
                              "selection once before the next round; the tables show the median "
@@ -361,7 +364,8 @@ class Runner:
             for task in arguments.tasks:
                 notebook = arguments.notebooks_dir / notebook_name(framework, task)
                 if notebook.exists():
-                    chosen = variants(framework, task) if arguments.variants == "all" else (DEFAULT_VARIANT,)
+                    chosen = variants(framework, task) if arguments.variants == "all" else tuple(
+                        variant for variant in variants(framework, task) if variant == arguments.variants)
                     planned.extend((framework, task, variant, notebook, threads, settings)
                                    for variant in chosen for threads in self.thread_counts(task)
                                    for settings in self.settings(task))
@@ -768,35 +772,9 @@ class Runner:
         return f"[run] {name}: {record['status']}" + (f" · {shown}" if valid else f" · {why}")
 
     def regenerate(self):
-        from common import records
-        from runner import install_costs, margins, plain_loops, plots, reader, report
+        from runner.regenerate import regenerate
 
-        all_records = records.read_records(self.records_path)
-        readme = self.arguments.readme
-        if not readme.exists():
-            print(f"[run] {readme} not found: tables not written")
-            return
-        plot_paths = {task: relative(path) for task, path in
-                      plots.plot_tasks(all_records, self.results / "plots").items()}
-        readme_folder = readme.resolve().parent
-
-        def link(path):
-            return os.path.relpath(ROOT / path, readme_folder)  # ROOT / an absolute path is that path
-
-        costs = install_costs.read(self.results)
-        markdown = report.results_markdown(all_records, plot_paths, link)
-        if costs:
-            markdown += "\n\n" + install_costs.markdown(costs)
-        loops_table = plain_loops.markdown(all_records, plain_loops.read(self.results))
-        if loops_table:
-            markdown += "\n\n" + loops_table
-        margins_table = margins.markdown(all_records, margins.read_broken(self.results))
-        markdown += "\n\n" + margins_table
-        report.update_readme(readme, markdown)
-        print(f"[run] tables regenerated in {relative(readme)} from {len(all_records)} record(s)")
-        docs = readme_folder / "docs"
-        reader.write_site(docs, all_records, costs, self.arguments.notebooks_dir, ROOT)
-        print(f"[run] side-by-side reader regenerated in {relative(docs)}")
+        regenerate(self.results, self.arguments.readme, self.arguments.notebooks_dir)
 
 
 def main(argv=None):

@@ -1,4 +1,4 @@
-"""What a notebook checks about itself at its start (records.start): its framework's display name and
+"""What a notebook checks about itself at its start (harness.start): its framework's display name and
 the variants each of its notebooks runs besides the default, each a row of its own in the tables.
 The runner's registry (runner/frameworks.py: environments, notebooks, the frameworks that cannot
 run) is built on these."""
@@ -29,6 +29,15 @@ EXTRA_VARIANTS = {
     "jax_flax": {"Inference": ("bf16",)},
     "paddle": {"CNN": ("to_static",)},
 }
+
+# The variants that compute in reduced precision, and in which: their speed is held to that
+# precision's peak (runner.report), their features are judged twice (common.inference).
+REDUCED_PRECISION_VARIANTS = {"bf16": "bf16"}
+
+
+def precision(variant):
+    """"fp32", or the reduced precision a variant computes in."""
+    return REDUCED_PRECISION_VARIANTS.get(variant, "fp32")
 
 
 def variants(framework, task):

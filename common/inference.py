@@ -3,7 +3,8 @@
     dataset = inference.load_data(data, params["batch_size"], layout="NCHW")
     x_test = <to the framework>(dataset.x_test)      # the timed batch
     ... time predict(model, x_test) ...
-    checks = inference.checks(dataset, lambda images: <numpy features of predict(model, images)>, variant)
+    checks = inference.checks(dataset, lambda images: <numpy features of predict(model, images)>, variant,
+                              fp32_features_of=<the same in fp32>)   # reduced-precision variants
     run.finish(dataset, inference.metrics(timer), checks)
 
 Images: the 20 labelled ImageNet photos of common.loaders.photos, Caffe-preprocessed, cycled to fill the
@@ -12,7 +13,10 @@ says `data: synthetic`. The record's data is "real" only when weights and photos
 
 Checks:
 - feature parity: the notebook's 2048 features of the first two images (PARITY_IMAGES) against
-  common.numpy_resnet's float64 forward, within numpy_resnet.feature_tolerance(variant);
+  common.numpy_resnet's float64 forward, within numpy_resnet.FEATURE_TOLERANCE. A bf16 variant's
+  rounding would hide a wrong model, so there it is the notebook's model with the reduced precision
+  switched off (`fp32_features_of`) that is held to that bound, and the timed bf16 features to
+  numpy_resnet.BF16_FEATURE_TOLERANCE as a relative L2 error (`bf16_feature_relative_error`);
 - known photos (real weights and photos only): the classifier (applied here, in float64, to the
   notebook's features) must put every photo's class in its top 5; the top-1 count is recorded.
   With random weights or synthetic images the classes mean nothing: `known_photos_correct` is
@@ -23,6 +27,7 @@ from collections import namedtuple
 import numpy as np
 
 from common import numpy_resnet, resnet_weights
+from common.frameworks import precision
 from common.loaders import photos
 from common.data_choice import DataUnavailable, check_choice
 
@@ -78,11 +83,12 @@ def _to_layout(images, layout):
     return np.ascontiguousarray(images.transpose(0, 3, 1, 2) if layout == "NCHW" else images)
 
 
-def evaluated_features(dataset, features_of):
-    """float64 features of the images the checks need (all photos, or the parity pair), computed
-    by the notebook's `features_of` a full batch at a time (the images cycled to fill the last
-    one), so that a compiled model sees only the batch shape it was timed on."""
-    n_images = len(dataset.images) if dataset.skipped is None else PARITY_IMAGES
+def evaluated_features(dataset, features_of, n_images=None):
+    """float64 features of the first `n_images` images (default: those the checks need, all photos
+    or the parity pair), computed by the notebook's `features_of` a full batch at a time (the images
+    cycled to fill the last one), so that a compiled model sees only the batch shape it was timed on."""
+    if n_images is None:
+        n_images = len(dataset.images) if dataset.skipped is None else PARITY_IMAGES
     batch_size = dataset.batch_size
     n_batches = -(-n_images // batch_size)
     order = np.arange(n_batches * batch_size) % len(dataset.images)
@@ -94,14 +100,24 @@ def evaluated_features(dataset, features_of):
     return features
 
 
-def checks(dataset, features_of, variant="default"):
+def checks(dataset, features_of, variant="default", fp32_features_of=None):
     """The record's checks (printed as well); `features_of(images)` returns the notebook's numpy
-    features of a batch of images in the dataset's layout."""
+    features of a batch of images in the dataset's layout, `fp32_features_of` the same with the
+    variant's reduced precision switched off (required for a reduced-precision variant)."""
     features = evaluated_features(dataset, features_of)
     reference = numpy_resnet.reference_features(dataset.weights.arrays, dataset.images[:PARITY_IMAGES])
-    found = {"feature_max_abs_error": float(np.abs(features[:PARITY_IMAGES] - reference).max()),
-             "feature_tolerance": numpy_resnet.feature_tolerance(variant),
-             "features_finite": bool(np.isfinite(features).all())}
+    model_features = features[:PARITY_IMAGES]
+    found = {}
+    if precision(variant) != "fp32":
+        if fp32_features_of is None:
+            raise ValueError(f"variant {variant!r} computes in reduced precision: pass fp32_features_of, "
+                             "its model with the reduced precision switched off, for the feature parity")
+        found.update(bf16_feature_relative_error=numpy_resnet.relative_error(model_features, reference),
+                     bf16_feature_tolerance=numpy_resnet.BF16_FEATURE_TOLERANCE)
+        model_features = evaluated_features(dataset, fp32_features_of, PARITY_IMAGES)
+    found.update(feature_max_abs_error=float(np.abs(model_features - reference).max()),
+                 feature_tolerance=numpy_resnet.FEATURE_TOLERANCE,
+                 features_finite=bool(np.isfinite(features).all()))
     if dataset.skipped is None:
         found.update(known_photos_checks(dataset, features))
     else:

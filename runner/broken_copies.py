@@ -140,9 +140,24 @@ def parity_copies():
             for task, copy, error in found]
 
 
+def to_bfloat16(array):
+    """float64 values of `array` rounded to bfloat16 (8 significant bits, round to nearest even)."""
+    bits = np.asarray(array, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def reinterpreted_as_bfloat16(array):
+    """The low halves of `array`'s float32 bits read as bfloat16: a bit cast where a cast belongs."""
+    halves = np.asarray(array, dtype=np.float32).view(np.uint16).reshape(*np.shape(array), 2)
+    return (halves[..., 0].astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
 def feature_copies(size=64):
-    """[(check, copy, error, bound)] of the feature-parity check's numpy copies: ResNet-50 on random
-    weights with non-zero biases and batch-norm statistics, two fixed images of `size` pixels."""
+    """[(check, copy, error, bound)] of the feature checks' numpy copies: ResNet-50 on random weights
+    with non-zero biases and batch-norm statistics, two fixed images of `size` pixels. The feature
+    parity's copies are wrong models; the bf16 features' are what only a bf16 path can get wrong
+    (numpy with every layer rounded to bfloat16, and one mistake of its cast)."""
     from common import numpy_resnet, resnet_weights
     from common.loaders import photos
 
@@ -153,14 +168,21 @@ def feature_copies(size=64):
     def error(weights=arrays, **options):
         return float(np.abs(numpy_resnet.features(weights, images, **options) - expected).max())
 
-    copies = [("batch-norm epsilon 1e-5 instead of 1e-3", error(epsilon=1e-5)),
-              ("convolution biases left out", error({name: 0 * value if name.endswith("_conv/bias") else value
-                                                     for name, value in arrays.items()})),
-              ("first batch norm's offset and mean swapped",
+    copies = [("feature parity", "batch-norm epsilon 1e-5 instead of 1e-3", error(epsilon=1e-5)),
+              ("feature parity", "convolution biases left out",
+               error({name: 0 * value if name.endswith("_conv/bias") else value for name, value in arrays.items()})),
+              ("feature parity", "first batch norm's offset and mean swapped",
                error(dict(arrays, **{"conv1_bn/beta": arrays["conv1_bn/moving_mean"],
                                      "conv1_bn/moving_mean": arrays["conv1_bn/beta"]})))]
-    return [(f"feature parity, {precision}", copy, value, bound)
-            for precision, bound in numpy_resnet.FEATURE_TOLERANCE.items() for copy, value in copies]
+    with np.errstate(all="ignore"):
+        reinterpreted = {name: reinterpreted_as_bfloat16(value) if name.endswith("_conv/kernel") else value
+                         for name, value in arrays.items()}
+        found = numpy_resnet.features(reinterpreted, images, rounding=to_bfloat16)
+        relative = numpy_resnet.relative_error(found, expected)
+    copies.append(("bf16 features", "kernels bit-cast to bfloat16 instead of rounded",
+                   relative if np.isfinite(relative) else float("inf")))
+    bounds = {"feature parity": numpy_resnet.FEATURE_TOLERANCE, "bf16 features": numpy_resnet.BF16_FEATURE_TOLERANCE}
+    return [(check, copy, value, bounds[check]) for check, copy, value in copies]
 
 
 def trajectory_copies():

@@ -4,6 +4,7 @@ deliberately broken copy produced (runner.broken_copies, kept in results/broken_
 A bound closer than MIN_MARGIN to either side is flagged: it is a defect to fix."""
 from pathlib import Path
 
+from common.frameworks import precision
 from common.probe import hardware_label
 from common.records import append_record, read_records
 
@@ -17,8 +18,11 @@ CHECKS = {
     "training parity, RNN": ("RNN", "train_parity_max_abs_error", None),
     "training parity, FCN5": ("FCN5", "train_parity_max_abs_error", None),
     "FCN5 trajectory": ("FCN5", "train_trajectory_max_abs_error", None),
-    "feature parity, fp32": ("Inference", "feature_max_abs_error", lambda record: record.get("variant") != "bf16"),
-    "feature parity, bf16": ("Inference", "feature_max_abs_error", lambda record: record.get("variant") == "bf16"),
+    # Every variant's model in fp32: a bf16 variant's own since it records its bf16 features apart.
+    "feature parity": ("Inference", "feature_max_abs_error",
+                       lambda record: precision(record.get("variant")) == "fp32"
+                       or "bf16_feature_relative_error" in record.get("checks", {})),
+    "bf16 features": ("Inference", "bf16_feature_relative_error", None),
     "MultiGPU equivalence": ("MultiGPU", "data_parallel_update_relative_error", None),
 }
 
@@ -29,7 +33,8 @@ def current_bounds():
 
     bounds = {f"training parity, {task}": bound for task, bound in reference.TRAIN_PARITY_TOLERANCE.items()}
     bounds["FCN5 trajectory"] = reference.TRAIN_TRAJECTORY_TOLERANCE
-    bounds.update({f"feature parity, {precision}": bound for precision, bound in numpy_resnet.FEATURE_TOLERANCE.items()})
+    bounds["feature parity"] = numpy_resnet.FEATURE_TOLERANCE
+    bounds["bf16 features"] = numpy_resnet.BF16_FEATURE_TOLERANCE
     bounds["MultiGPU equivalence"] = densenet.UPDATE_TOLERANCE
     return bounds
 

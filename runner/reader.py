@@ -26,10 +26,10 @@ MAX_COLUMNS = 4
 SECTIONS = (
     ("about", "About", None),
     ("parameters", "Parameters", None),
-    ("imports", "Imports, versions, hardware", "## Imports, versions, hardware"),
+    ("imports", "Setup", "## Setup"),
     ("data", "Data", "## Data"),
     ("model", "Model", "## Model"),
-    ("train", "Train / Predict (timed)", ("## Train", "## Predict (timed)")),
+    ("train", "Train / Predict (timed)", ("## Train (timed)", "## Predict (timed)")),
     ("evaluate", "Evaluate", "## Evaluate"),
     ("record", "Record", "## Record"),
 )

@@ -11,6 +11,7 @@ import statistics
 from pathlib import Path
 
 from common.flops import flops_per_item
+from common.frameworks import precision as variant_precision
 from runner.frameworks import DEFAULT_VARIANT, FRAMEWORKS, NOT_WRITTEN, UNAVAILABLE
 from common.params import DEVICE_SWEEP, DEVICE_SWEEP_TASKS, QUALITY_TARGETS, TASKS, THREAD_SWEEP_TASKS, data_set_name, get_params, quality_target
 from common.probe import hardware_label
@@ -104,6 +105,9 @@ def validity(record):
     required = REQUIRED_CHECKS.get(record.get("task"), ())
     if record.get("task") in THREAD_SWEEP_TASKS and judged:
         required += ("quality_target",)
+    if record.get("task") == "Inference" and variant_precision(record.get("variant")) != "fp32":
+        # Its feature parity is of its model in fp32; its own features are held to their rounding.
+        required += ("bf16_feature_relative_error",)
     if record.get("task") in DEVICE_SWEEP_TASKS and metrics.get("devices") == 1:
         required = ()  # a 1-device run exercises no engine: the runs on several devices check it
     for name in required:
@@ -192,7 +196,6 @@ def cell_text(record, link=str):
     return text
 
 
-REDUCED_PRECISION_VARIANTS = ("bf16", "fp16", "mixed_bf16")
 # Why a share may pass 100 %: the FLOP count is of direct convolution (common.flops), which a
 # Winograd or FFT convolution beats; elsewhere the measured GEMMs and the theoretical figure from
 # the nominal clock are both below what the framework reached.
@@ -209,7 +212,7 @@ def held_peak(record):
     a GPU run, a CPU without native bf16, a record from before peaks were measured over sizes and
     frameworks (its numpy 1024² figure was exceeded by the frameworks' own GEMMs)."""
     hardware = record.get("hardware", {})
-    precision = "bf16" if record.get("variant") in REDUCED_PRECISION_VARIANTS else "fp32"
+    precision = variant_precision(record.get("variant"))
     if hardware.get("gpu_count"):
         return None, precision
     peak = (hardware.get("peak") or {}).get(precision) or {}
@@ -534,7 +537,8 @@ TASK_TITLES = {
 
 
 def _error_text(checks, name):
-    error, bound = _number(checks.get(f"{name}_max_abs_error")), _number(checks.get(f"{name}_tolerance"))
+    suffix = next((suffix for suffix in ERROR_SUFFIXES if f"{name}{suffix}" in checks), ERROR_SUFFIXES[0])
+    error, bound = _number(checks.get(f"{name}{suffix}")), _number(checks.get(f"{name}_tolerance"))
     if error is None:
         return "—"
     return f"{error:.1e} (≤ {bound:.0e})" if bound is not None else f"{error:.1e}"
@@ -579,6 +583,8 @@ def evidence_table(task, task_cells):
         if "train_trajectory_max_abs_error" in checks:
             quality += f"; whole run vs numpy {_error_text(checks, 'train_trajectory')}"
         parity = _error_text(checks, "train_parity") if "train_parity_max_abs_error" in checks else _error_text(checks, "feature")
+        if "bf16_feature_relative_error" in checks:
+            parity += f" in fp32; bf16 features {_error_text(checks, 'bf16_feature')} relative"
         threads = f"{hardware.get('threads_pinned', '—')} / {hardware.get('threads', '—')}"
         spread = record.get("spread")
         windows = [v for v in (_number(w) for w in metrics.get(f"{headline}_windows", []) or []) if v]

@@ -40,7 +40,7 @@ def recording(path, task="Inference"):
 
 
 def sweeping(path):
-    """An FCN5 notebook that records the thread count the runner passed it, pinned as records.start
+    """An FCN5 notebook that records the thread count the runner passed it, pinned as harness.start
     would, with the figures and checks an FCN5 cell needs."""
     body = """
 from common import probe, records

@@ -33,9 +33,9 @@ def notebook(tmp_path, *sources, language="python"):
 
 def test_the_count_takes_whole_statements_headers_and_parity_functions(tmp_path):
     counted = notebook(tmp_path, '''
-from common import records
+from common import harness
 from common import data as datasets, reference
-run = records.start("pytorch", "CNN", profile)
+run = harness.start("pytorch", "CNN", profile)
 import torch
 dataset = datasets.load_cnn_images(10, 10)
 layers = dict(zip(reference.CNN_LAYERS, range(4)))  # a constant of the model
@@ -59,8 +59,8 @@ checks = run.finish(dataset,
 %time model = torch.nn.Linear(2, 2)
 ''')
     assert [text.strip() for _, text in counted["harness"]] == [
-        "from common import records", "from common import data as datasets, reference",
-        'run = records.start("pytorch", "CNN", profile)', 'weights = reference.initial_weights("CNN")',
+        "from common import harness", "from common import data as datasets, reference",
+        'run = harness.start("pytorch", "CNN", profile)', 'weights = reference.initial_weights("CNN")',
         "def train_one_epoch(model, x, timer):", "timer.step(len(batch))",
         "def parity_losses(model):", "return [1.0,", "2.0]", "checks = run.finish(dataset,", '{"a": 1})']
     assert counted["parameters"] == ['profile = "quick"', "threads = 0"]
@@ -68,7 +68,7 @@ checks = run.finish(dataset,
 
 def test_the_count_reads_r_statements_to_their_closing_bracket(tmp_path):
     counted = notebook(tmp_path, '''
-records <- import("common.records")
+harness <- import("common.harness")
 reference <- import("common.reference")
 model <- keras_model_sequential()  # framework code
 names <- reference$CNN_LAYERS
@@ -76,5 +76,5 @@ run$finish(dataset,
            metrics)
 ''', language="R")
     assert [text.strip() for _, text in counted["harness"]] == [
-        'records <- import("common.records")', 'reference <- import("common.reference")',
+        'harness <- import("common.harness")', 'reference <- import("common.reference")',
         "run$finish(dataset,", "metrics)"]

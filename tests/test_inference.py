@@ -59,7 +59,7 @@ def test_feature_tolerance_separates_rounding_from_a_wrong_model(arrays):
     images = photos.preprocess_caffe(photos.fixed_images(2, size=64), size=64)
     reference = numpy_resnet.features(arrays, images)
     assert reference.shape == (2, 2048) and np.abs(reference).max() > 0.5
-    tolerance = numpy_resnet.feature_tolerance("default")
+    tolerance = numpy_resnet.FEATURE_TOLERANCE
 
     def error(weights=arrays, **options):
         return np.abs(numpy_resnet.features(weights, images, **options) - reference).max()
@@ -71,8 +71,18 @@ def test_feature_tolerance_separates_rounding_from_a_wrong_model(arrays):
     swapped = dict(arrays, **{"conv1_bn/beta": arrays["conv1_bn/moving_mean"],
                               "conv1_bn/moving_mean": arrays["conv1_bn/beta"]})
     assert error(swapped) > 0.1
-    assert numpy_resnet.feature_tolerance("compiled") == numpy_resnet.FEATURE_TOLERANCE["fp32"]
-    assert numpy_resnet.feature_tolerance("bf16") == numpy_resnet.FEATURE_TOLERANCE["bf16"]
+
+
+def test_a_bf16_path_rounds_far_below_the_bf16_bound(arrays):
+    """numpy with every layer's input, kernel and output rounded to bfloat16 (as a correct bf16 path
+    rounds) against float64: at least 10× below the bound on its relative error."""
+    from runner.broken_copies import to_bfloat16
+
+    images = photos.preprocess_caffe(photos.fixed_images(2, size=32), size=32)
+    error = numpy_resnet.relative_error(numpy_resnet.features(arrays, images, rounding=to_bfloat16),
+                                        numpy_resnet.features(arrays, images))
+    assert 0 < error <= numpy_resnet.BF16_FEATURE_TOLERANCE / 10
+    assert to_bfloat16(np.float32(1 + 2 ** -8)) == 1.0 and to_bfloat16(np.float32(1 + 3 * 2 ** -9)) == 1 + 2 ** -7
 
 
 def test_reference_features_are_cached_by_weights_and_images(cache, arrays, monkeypatch):
@@ -167,14 +177,36 @@ def test_checks_evaluate_full_batches_and_judge_against_the_reference(monkeypatc
     found = inference.checks(dataset, features_of)
     assert shapes == [(3, 2, 2, 3)] * 2  # 5 photos in two full batches, the last one cycled
     assert found["feature_max_abs_error"] == pytest.approx(9.5)  # the one-hot entries differ
-    assert found["feature_tolerance"] == numpy_resnet.FEATURE_TOLERANCE["fp32"]
+    assert found["feature_tolerance"] == numpy_resnet.FEATURE_TOLERANCE
     assert found["known_photos_correct"] is True and found["known_photos_top1"] == 5
-    synthetic = dataset._replace(skipped="random weights", data="synthetic")
-    shapes.clear()
-    found = inference.checks(synthetic, features_of, "bf16")
-    assert shapes == [(3, 2, 2, 3)]  # only the parity pair is needed
+    assert "bf16_feature_relative_error" not in found
+
+
+def test_a_bf16_variant_is_judged_by_its_model_in_fp32_and_by_its_rounding(monkeypatch):
+    dataset = fake_dataset(list(range(5)), batch_size=3)._replace(skipped="random weights", data="synthetic")
+    reference = np.full((2, numpy_resnet.N_FEATURES), 0.5)
+    monkeypatch.setattr(numpy_resnet, "reference_features", lambda arrays, images: reference)
+    calls = []
+
+    def features_of(scale):
+        def compute(images):
+            calls.append((scale, images.shape))
+            return np.full((len(images), numpy_resnet.N_FEATURES), 0.5 * scale, dtype=np.float32)
+        return compute
+
+    with pytest.raises(ValueError, match="fp32_features_of"):
+        inference.checks(dataset, features_of(1.01), "bf16")
+    calls.clear()
+    found = inference.checks(dataset, features_of(1.01), "bf16", fp32_features_of=features_of(1.0))
+    # Only the parity pair, once by each path, in a full batch.
+    assert calls == [(1.01, (3, 2, 2, 3)), (1.0, (3, 2, 2, 3))]
+    assert found["feature_max_abs_error"] == 0 and found["feature_tolerance"] == numpy_resnet.FEATURE_TOLERANCE
+    assert found["bf16_feature_relative_error"] == pytest.approx(0.01, rel=1e-4)
+    assert found["bf16_feature_tolerance"] == numpy_resnet.BF16_FEATURE_TOLERANCE
     assert found["known_photos_correct"] is None and found["known_photos_skipped"] == "random weights"
-    assert found["feature_tolerance"] == numpy_resnet.FEATURE_TOLERANCE["bf16"]
+    # A wrong model shows in fp32, however well its bf16 path rounds.
+    found = inference.checks(dataset, features_of(1.0), "bf16", fp32_features_of=features_of(1.1))
+    assert found["bf16_feature_relative_error"] == 0 and found["feature_max_abs_error"] == pytest.approx(0.05)
 
 
 def test_metrics_add_the_time_per_1000_images():

@@ -9,7 +9,7 @@ from runner.frameworks import RUNNABLE, notebook_name
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-SKELETON = ["## Imports, versions, hardware", "## Data", "## Model", None, "## Evaluate", "## Record"]
+SKELETON = ["## Setup", "## Data", "## Model", None, "## Evaluate", "## Record"]
 DEEP_LEARNING = re.compile(r"^\s*(import|from)\s+(torch|tensorflow|jax|flax|keras|mxnet|chainer|"
                            r"theano|lasagne|paddle|onnxruntime|cupy|optax)\b", re.M)
 
@@ -45,16 +45,16 @@ def test_notebook_follows_the_skeleton(path):
         headings = headings[:-1]
     assert len(headings) == len(SKELETON)
     for heading, expected in zip(headings, SKELETON):
-        if expected is not None:  # the timed section is "## Train" or "## Predict (timed)"
+        if expected is not None:  # the timed section is "## Train (timed)" or "## Predict (timed)"
             assert heading == expected
     code = "".join("".join(c["source"]) for c in notebook if c["cell_type"] == "code")
-    # R notebooks reach the same Python `common` through reticulate: `records$show` for `records.show`.
+    # R notebooks reach the same Python `common` through reticulate: `harness$start` for `harness.start`.
     member = "$" if language(path) == "R" else "."
-    for identifier in ("create_model", "predict", f"records{member}start", f"run{member}finish"):
+    for identifier in ("create_model", "predict", f"harness{member}start", f"run{member}finish"):
         assert identifier in code
-    # The harness starts before the framework is imported: records.start pins its threads.
+    # The harness starts before the framework is imported: harness.start pins its threads.
     first_import = DEEP_LEARNING.search(code) or re.search(r"(import\(\"(keras|tensorflow)\"\)|library\(keras)", code)
-    assert first_import and code.index(f"records{member}start") < first_import.start()
+    assert first_import and code.index(f"harness{member}start") < first_import.start()
     # The run describes the hardware, versions and GPU choice and makes the timer: one place for all.
     assert not re.search(r"probe[.$](hardware|versions|use_gpu)\(|\bTimer\(", code)
     if "_Inference" not in path.name:

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from common import records
+from common import harness, records
 
 
 def example(**changes):
@@ -74,8 +74,8 @@ def test_a_run_checks_its_variant_pins_threads_and_holds_accuracy_to_its_target(
     for name in probe.THREAD_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ValueError, match="valid: default, compiled"):
-        records.start("pytorch", "CNN", "smoke", "xla")
-    run = records.start("pytorch", "CNN", "smoke", "compiled", threads=1, record_path=tmp_path / "r.jsonl")
+        harness.start("pytorch", "CNN", "smoke", "xla")
+    run = harness.start("pytorch", "CNN", "smoke", "compiled", threads=1, record_path=tmp_path / "r.jsonl")
     assert run.params["n_train"] == 2048 and run.threads == 1
     assert all(os.environ[name] == "1" for name in probe.THREAD_VARIABLES)
     good = run.finish(FakeDataSet(), {"test_accuracy": 0.9, "epoch_losses": [2.0, 1.0]})
@@ -89,20 +89,20 @@ def test_a_run_checks_its_variant_pins_threads_and_holds_accuracy_to_its_target(
 
 
 def test_a_run_names_its_framework_when_a_gpu_is_asked_for_and_missing():
-    run = records.start("gluon", "CNN", "smoke")
+    run = harness.start("gluon", "CNN", "smoke")
     with pytest.raises(RuntimeError, match="MXNet \\(Gluon\\) sees no GPU"):
         run.use_gpu("cuda", False)
     assert run.use_gpu("auto", False) is False and run.on_gpu is False
 
 
 def test_a_run_times_every_full_batch_of_its_epochs_or_its_inference_batches():
-    run = records.start("pytorch", "CNN", "smoke")
+    run = harness.start("pytorch", "CNN", "smoke")
     timer = run.timer()
     steps = run.params["epochs"] * (run.params["n_train"] // run.params["batch_size"])
     assert timer.warmup_steps == run.params["warmup_steps"]
     assert timer.window_steps == (steps - timer.warmup_steps) // 6
     assert run.timer(window_steps=1).window_steps == 1
-    inference = records.start("pytorch", "Inference", "smoke")
+    inference = harness.start("pytorch", "Inference", "smoke")
     assert inference.timer().warmup_steps == inference.params["warmup_batches"]
 
 

@@ -69,6 +69,18 @@ def test_a_valid_run_shows_its_figures_and_links_its_notebook():
     assert "(../results/notebooks/x/pytorch_CNN.ipynb)" in text
 
 
+def test_a_bf16_inference_needs_its_model_in_fp32_and_its_own_features_within_their_bound():
+    """A bf16 variant's feature parity is of its model in fp32; without its bf16 features' check
+    (a record from before) or with them beyond their bound it is not shown."""
+    bf16 = dict(CHECKS["Inference"], bf16_feature_relative_error=0.02, bf16_feature_tolerance=0.2)
+    assert report.validity(record(task="Inference", variant="bf16", checks=bf16)) == (True, "")
+    old = record(task="Inference", variant="bf16", checks=dict(CHECKS["Inference"], feature_max_abs_error=0.2, feature_tolerance=0.5))
+    assert report.validity(old) == (False, "invalid: no bf16_feature_relative_error check")
+    far = record(task="Inference", variant="bf16", checks=dict(bf16, bf16_feature_relative_error=float("nan")))
+    assert report.validity(far) == (False, "invalid: bf16_feature error nan")
+    assert report.validity(record(task="Inference", variant="compiled")) == (True, "")
+
+
 def test_known_photo_misclassified_invalidates_inference():
     bad = record(task="Inference", checks=dict(CHECKS["Inference"], known_photos_correct=False))
     assert report.validity(bad)[0] is False

@@ -112,7 +112,7 @@ class Loop:
 
 def start(tasks):
     """Parse the command line, pin the threads (before the framework is imported, as
-    `records.start` does in the notebooks) and return the Loop."""
+    `harness.start` does in the notebooks) and return the Loop."""
     parser = argparse.ArgumentParser(description="One plain loop of a framework (see benchmarks/loops/clock.py).")
     parser.add_argument("task", choices=tasks)
     parser.add_argument("--profile", default="quick", choices=task_params.PROFILES)
