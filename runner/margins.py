@@ -7,6 +7,7 @@ from pathlib import Path
 from common.frameworks import precision
 from common.probe import hardware_label
 from common.records import append_record, read_records
+from runner import verdict
 
 BROKEN_COPIES_FILE = "broken_copies.jsonl"
 MIN_MARGIN = {"MultiGPU equivalence": 100}
@@ -25,18 +26,6 @@ CHECKS = {
     "bf16 features": ("Inference", "bf16_feature_relative_error", None),
     "MultiGPU equivalence": ("MultiGPU", "data_parallel_update_relative_error", None),
 }
-
-
-def current_bounds():
-    """{check: the bound the code holds it to today}."""
-    from common import densenet, numpy_resnet, reference
-
-    bounds = {f"training parity, {task}": bound for task, bound in reference.TRAIN_PARITY_TOLERANCE.items()}
-    bounds["FCN5 trajectory"] = reference.TRAIN_TRAJECTORY_TOLERANCE
-    bounds["feature parity"] = numpy_resnet.FEATURE_TOLERANCE
-    bounds["bf16 features"] = numpy_resnet.BF16_FEATURE_TOLERANCE
-    bounds["MultiGPU equivalence"] = densenet.UPDATE_TOLERANCE
-    return bounds
 
 
 def read_broken(results):
@@ -58,7 +47,7 @@ def rows(all_records, broken):
     """[(check, today's bound, (largest correct error, where) or None, (smallest broken error, which)
     or None)]."""
     found = []
-    bounds = current_bounds()
+    bounds = verdict.bounds()
     for check, (task, field, keep) in CHECKS.items():
         correct = [(record["checks"][field], _where(record)) for record in all_records
                    if record.get("task") == task and record.get("status") == "ok"

@@ -7,6 +7,20 @@ from runner.report import (HEADLINES, SWEEP_TASKS, column_title, device_groups, 
                            sweep_groups, validity)
 
 
+def valid_cells(records):
+    """{task: its valid shown cells} for each task that has any: the tasks plot_tasks draws."""
+    found = {}
+    for task, cells in latest_by_cell(records).items():
+        valid = {key: record for key, record in cells.items() if validity(record)[0]}
+        if valid:
+            found[task] = valid
+    return found
+
+
+def plot_path(out_dir, task):
+    return Path(out_dir) / f"{task}.png"
+
+
 def plot_tasks(records, out_dir):
     """Write results/<task>.png for each task with valid shown records; return {task: path}."""
     import matplotlib
@@ -17,11 +31,8 @@ def plot_tasks(records, out_dir):
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {}
-    for task, cells in latest_by_cell(records).items():
+    for task, valid in valid_cells(records).items():
         metric, unit = HEADLINES[task]
-        valid = {key: record for key, record in cells.items() if validity(record)[0]}
-        if not valid:
-            continue
         if task in SWEEP_TASKS:
             written[task] = plot_sweep(plt, task, valid, out_dir)
             continue
@@ -50,7 +61,7 @@ def plot_tasks(records, out_dir):
         axes.set_title(task)
         axes.legend(fontsize="small", loc="lower right")
         figure.tight_layout()
-        path = out_dir / f"{task}.png"
+        path = plot_path(out_dir, task)
         figure.savefig(path, dpi=100)
         plt.close(figure)
         written[task] = path
@@ -80,7 +91,7 @@ def plot_sweep(plt, task, valid, out_dir):
     axes.set_title(f"{task}: time per mini-batch by thread count")
     axes.legend(fontsize="small")
     figure.tight_layout()
-    path = Path(out_dir) / f"{task}.png"
+    path = plot_path(out_dir, task)
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path
@@ -112,7 +123,7 @@ def plot_devices(plt, task, valid, out_dir):
         axes.set_title(f"{task}: {hardware}, {profile}, {data}", fontsize="small")
         axes.legend(fontsize="small", loc="lower right")
     figure.tight_layout()
-    path = Path(out_dir) / f"{task}.png"
+    path = plot_path(out_dir, task)
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path

@@ -1,9 +1,15 @@
-"""From the records to what a reader sees: the README's generated section, the pages under docs/
-(the side-by-side reader) and the plots."""
+"""From the records to what a reader sees: the README's matrix (each task on its reference machine),
+a results page per machine under docs/machines/ with its plots, the method page's generated
+section (every bound and its margins) and the side-by-side reader (docs/*.html). `render` says
+what every generated text file should hold (the tests compare it with the committed files);
+`regenerate` writes them and draws the plots."""
 import os
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+METHOD_PAGE = "method.md"
+MACHINES_FOLDER = "machines"
 
 
 def relative(path):
@@ -13,33 +19,104 @@ def relative(path):
         return str(Path(path).resolve())
 
 
-def regenerate(results, readme, notebooks_dir):
-    """Rewrite the README's generated section, the plots under `results`/plots and the pages under
-    the README's docs/ from `results`/records.jsonl."""
+def linker(folder):
+    """A function turning a path stored relative to the repository into a link from `folder`."""
+    folder = Path(folder).resolve()
+    return lambda path: os.path.relpath(ROOT / path, folder)  # ROOT / an absolute path is that path
+
+
+def replace_generated(text, markdown, where="the page"):
+    """`text` with what lies between the generated-section markers replaced by `markdown`."""
+    from runner.report import BEGIN_MARKER, END_MARKER
+
+    pattern = re.compile(re.escape(BEGIN_MARKER) + r".*?" + re.escape(END_MARKER), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{where} lacks the results markers {BEGIN_MARKER!r} … {END_MARKER!r}")
+    return pattern.sub(lambda _: f"{BEGIN_MARKER}\n{markdown}\n{END_MARKER}", text)
+
+
+def machine_plots(results, machine_records):
+    """{task: the plot's path relative to the repository} of one machine's plots."""
+    from runner import machines, plots
+
+    folder = Path(results) / "plots" / machines.slug(machines.machine_of(machine_records[0]))
+    return {task: relative(plots.plot_path(folder, task)) for task in plots.valid_cells(machine_records)}
+
+
+def shown_machines(records):
+    """{machine: its records} of the machines with a run in a shown profile."""
+    from runner import machines, report
+
+    return {machine: machine_records for machine, machine_records in machines.by_machine(records).items()
+            if any(record.get("profile") in report.SHOWN_PROFILES for record in machine_records)}
+
+
+def render(results, readme, notebooks_dir):
+    """{path: text} of every generated text file: the README, the method page (where they exist),
+    every machine page and its index, and the reader's pages."""
     from common import records
-    from runner import install_costs, margins, plain_loops, plots, reader, report
+    from runner import install_costs, machines, margins, plain_loops, reader
+
+    results, readme, notebooks_dir = Path(results), Path(readme), Path(notebooks_dir)
+    all_records = records.read_records(results / "records.jsonl")
+    shown = machines.current(all_records)
+    old_count = len(all_records) - len(shown)
+    docs = readme.resolve().parent / "docs"
+    costs, loops = install_costs.read(results), plain_loops.read(results)
+    files = {}
+    if readme.exists():
+        matrix = machines.matrix_markdown(shown, linker(readme.parent), linker(readme.parent), notebooks_dir)
+        files[readme] = replace_generated(readme.read_text(), matrix, str(readme))
+    method = docs / METHOD_PAGE
+    if method.exists():
+        files[method] = replace_generated(method.read_text(), margins.markdown(shown, margins.read_broken(results))
+                                          + f"\n\n{old_count} record(s) in `results/records.jsonl` were made before "
+                                          "today's protocol (they lack a check it requires) and leave the tables.",
+                                          str(method))
+    pages = docs / MACHINES_FOLDER
+    for machine, machine_records in shown_machines(shown).items():
+        machine_costs = {key: cost for key, cost in costs.items() if cost.get("machine") == machine}
+        files[pages / f"{machines.slug(machine)}.md"] = machines.machine_page(
+            machine, machine_records, machine_plots(results, machine_records), linker(pages),
+            install_costs.markdown(machine_costs) if machine_costs else None,
+            plain_loops.markdown(machine_records, loops) or None)
+    files[pages / "index.md"] = machines.index_page(all_records, old_count)
+    reference = machines.reference_machines(shown)
+    on_reference = [record for record in shown if machines.machine_of(record) == reference.get(record.get("task"))]
+    for name, text in reader.render_site(docs, on_reference, costs, notebooks_dir, ROOT).items():
+        files[docs / name] = text
+    return files
+
+
+def stale_files(results, readme, notebooks_dir):
+    """Generated files that differ from what `render` makes, and generated-looking files it would not
+    make (an old machine page, a reader page of a task without notebooks)."""
+    files = render(results, readme, notebooks_dir)
+    stale = [path for path, text in files.items() if not path.exists() or path.read_text() != text]
+    docs = Path(readme).resolve().parent / "docs"
+    generated = list(docs.glob("*.html")) + list((docs / MACHINES_FOLDER).glob("*.md"))
+    return stale + [path for path in generated if path not in files]
+
+
+def regenerate(results, readme, notebooks_dir):
+    """Write every generated file from `results`/records.jsonl, draw each machine's plots, and
+    remove the generated files of what no longer exists."""
+    from common import records
+    from runner import machines, plots
 
     results, readme = Path(results), Path(readme)
-    all_records = records.read_records(results / "records.jsonl")
     if not readme.exists():
         print(f"[run] {readme} not found: tables not written")
         return
-    plot_paths = {task: relative(path) for task, path in plots.plot_tasks(all_records, results / "plots").items()}
-    readme_folder = readme.resolve().parent
-
-    def link(path):
-        return os.path.relpath(ROOT / path, readme_folder)  # ROOT / an absolute path is that path
-
-    costs = install_costs.read(results)
-    markdown = report.results_markdown(all_records, plot_paths, link)
-    if costs:
-        markdown += "\n\n" + install_costs.markdown(costs)
-    loops_table = plain_loops.markdown(all_records, plain_loops.read(results))
-    if loops_table:
-        markdown += "\n\n" + loops_table
-    markdown += "\n\n" + margins.markdown(all_records, margins.read_broken(results))
-    report.update_readme(readme, markdown)
-    print(f"[run] tables regenerated in {relative(readme)} from {len(all_records)} record(s)")
-    docs = readme_folder / "docs"
-    reader.write_site(docs, all_records, costs, notebooks_dir, ROOT)
-    print(f"[run] side-by-side reader regenerated in {relative(docs)}")
+    shown = machines.current(records.read_records(results / "records.jsonl"))
+    for machine, machine_records in shown_machines(shown).items():
+        plots.plot_tasks(machine_records, results / "plots" / machines.slug(machine))
+    files = render(results, readme, notebooks_dir)
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for path in stale_files(results, readme, notebooks_dir):
+        path.unlink()
+    pages = [path for path in files if path.parent.name == MACHINES_FOLDER]
+    print(f"[run] {relative(readme)}, {len(pages) - 1} machine page(s) and the reader regenerated from "
+          f"{len(shown)} record(s)")

@@ -227,10 +227,24 @@ def test_shrinking_is_antialiased_and_enlarging_interpolates():
     assert np.array_equal(photos.resize_bilinear(ramp, 2, 4), ramp)
 
 
-def test_decoding_needs_pillow(monkeypatch):
+def test_resizing_is_pillows_bilinear_without_rounding():
+    from PIL import Image
+    image = np.random.default_rng(0).integers(0, 256, size=(50, 37, 3), dtype=np.uint8)
+    for height, width in ((30, 22), (80, 61)):
+        resized = photos.resize_bilinear(image, height, width)
+        assert resized.dtype == np.float32 and resized.shape == (height, width, 3)
+        # Pillow's own uint8 RGB resampling is the same filter, rounded to integers after each pass.
+        rounded = np.asarray(Image.fromarray(image).resize((width, height), Image.Resampling.BILINEAR))
+        assert np.abs(resized - rounded).max() <= 1
+        assert not np.array_equal(resized, np.rint(resized))
+
+
+def test_decoding_and_resizing_need_pillow(monkeypatch):
     monkeypatch.setitem(sys.modules, "PIL", None)
     with pytest.raises(DataUnavailable, match="Pillow"):
         photos.decode_jpeg(b"\xff\xd8")
+    with pytest.raises(DataUnavailable, match="Pillow"):
+        photos.resize_bilinear(np.zeros((4, 4, 3), np.uint8), 2, 2)
 
 
 def test_the_twenty_photos_when_they_can_be_had():

@@ -2,8 +2,9 @@
 
 The photos are the 20 labelled ImageNet photos that the Foolbox library ships in its wheel
 (`foolbox/data/imagenet_{i:02d}_{class index}.jpg`: progressive JPEGs, all 512×512 but one; MIT
-licence), fetched from the Python package index. They are decoded with Pillow: a JPEG decoder is
-not worth writing again, and every framework environment installs Pillow.
+licence), fetched from the Python package index. They are decoded and resized with Pillow: a JPEG
+decoder and a resampling filter are not worth writing again, and every framework environment
+installs Pillow.
 """
 import io
 import re
@@ -25,14 +26,20 @@ CAFFE_BGR_MEAN = np.array([103.939, 116.779, 123.68], dtype=np.float32)
 IMAGE_SIZE = 224
 
 
-def decode_jpeg(content):
-    """uint8 (H, W, 3) RGB array of a JPEG's bytes (Pillow, imported here: only the photos need it)."""
+def _pillow_image():
+    """PIL.Image, imported here (only the images need it); DataUnavailable when Pillow is missing."""
     try:
         from PIL import Image
     except ImportError as error:
-        raise DataUnavailable("Pillow is not installed in this environment: the photos are JPEGs "
-                              "(add pillow to the environment's requirements)") from error
-    with Image.open(io.BytesIO(content)) as image:
+        raise DataUnavailable("Pillow is not installed in this environment: the photos are JPEGs, "
+                              "decoded and resized by Pillow (add pillow to the environment's "
+                              "requirements)") from error
+    return Image
+
+
+def decode_jpeg(content):
+    """uint8 (H, W, 3) RGB array of a JPEG's bytes."""
+    with _pillow_image().open(io.BytesIO(content)) as image:
         return np.asarray(image.convert("RGB"), dtype=np.uint8)
 
 
@@ -54,23 +61,16 @@ def known_photos():
 # ----------------------------------------------------------------------------------------------
 # Preprocessing
 
-def _bilinear_weights(n_out, n_in):
-    """(n_out, n_in) weights of the triangle (bilinear) filter: pixel centres aligned; when
-    shrinking, the triangle is widened by the reduction factor, so that every input pixel counts
-    (antialiasing, as Pillow's BILINEAR does). Rows sum to 1, edges renormalised."""
-    scale = n_in / n_out
-    centres = (np.arange(n_out) + 0.5) * scale
-    distance = np.abs((np.arange(n_in) + 0.5)[None, :] - centres[:, None]) / max(scale, 1.0)
-    weights = np.clip(1.0 - distance, 0.0, None)
-    return weights / weights.sum(axis=1, keepdims=True)
-
-
 def resize_bilinear(image, height, width):
-    """float32 (height, width, C) from (H, W, C): separable bilinear filter, antialiased when shrinking."""
-    image = np.asarray(image, dtype=np.float64)
-    rows = np.tensordot(_bilinear_weights(height, image.shape[0]), image, axes=(1, 0))
-    resized = np.tensordot(_bilinear_weights(width, image.shape[1]), rows, axes=(1, 1))
-    return resized.transpose(1, 0, 2).astype(np.float32)
+    """float32 (height, width, C) from (H, W, C): Pillow's BILINEAR resampling (a triangle filter,
+    pixel centres aligned, widened by the reduction factor when shrinking, so antialiased), run
+    per channel on float32 ("F" mode) so that the values are not rounded to uint8 on the way."""
+    Image = _pillow_image()
+    image = np.asarray(image, dtype=np.float32)
+    channels = [Image.fromarray(np.ascontiguousarray(image[..., channel]))
+                .resize((width, height), Image.Resampling.BILINEAR)
+                for channel in range(image.shape[2])]
+    return np.stack([np.asarray(channel, dtype=np.float32) for channel in channels], axis=-1)
 
 
 def resize_and_crop(image, size=IMAGE_SIZE):

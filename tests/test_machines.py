@@ -1,0 +1,69 @@
+"""Tables by machine: a page per machine, one reference machine per task in the README's matrix (a
+GPU column beside it), and records made before today's protocol out of every table."""
+from pathlib import Path
+
+from runner import machines, regenerate, report, verdict
+from test_report import CHECKS, CPU, GPU, record
+
+OTHER_CPU = dict(CPU, cpu_model="Other CPU", cpu_family=6, cpu_model_number=1)
+
+
+def test_a_record_without_a_check_of_today_is_before_the_protocol_and_leaves_the_tables():
+    old = record(task="Inference", variant="bf16",
+                 checks=dict(CHECKS["Inference"], feature_max_abs_error=0.2, feature_tolerance=0.5))
+    failed = record(status="failed", reason="Traceback\nValueError: x", checks={})
+    assert verdict.before_protocol(old) and verdict.missing_checks(old) == ["bf16_feature_relative_error"]
+    assert not verdict.before_protocol(failed) and not verdict.before_protocol(record())
+    assert machines.current([old, failed, record()]) == [failed, record()]
+
+
+def test_the_reference_machine_of_a_task_has_the_most_valid_cells_and_a_tie_goes_to_the_newer():
+    older = [record(framework=name, started_at="2026-11-01T00:00:00+00:00") for name in ("pytorch", "tensorflow")]
+    newer = [record(framework="pytorch", hardware=OTHER_CPU, started_at="2026-12-01T00:00:00+00:00"),
+             record(framework="gluon", hardware=OTHER_CPU, started_at="2026-12-01T00:00:00+00:00",
+                    checks=dict(CHECKS["CNN"], train_parity_max_abs_error=0.5))]
+    assert machines.reference_machines(older + newer) == {"CNN": machines.machine_of(older[0])}
+    tied = newer + [record(framework="tensorflow", hardware=OTHER_CPU, started_at="2026-12-01T00:00:00+00:00")]
+    assert machines.reference_machines(older + tied) == {"CNN": machines.machine_of(tied[0])}
+    assert machines.reference_machines(older, gpu=True) == {}
+
+
+def test_the_matrix_shows_one_machine_per_task_a_gpu_beside_it_and_no_empty_column():
+    cpu = [record(framework="pytorch"), record(framework="tensorflow", task="RNN")]
+    gpu = [record(framework="pytorch", hardware=GPU)]
+    invalid_elsewhere = [record(framework="gluon", hardware=OTHER_CPU, task="Inference",
+                                checks=dict(CHECKS["Inference"], known_photos_correct=False))]
+    text = machines.matrix_markdown(cpu + gpu + invalid_elsewhere)
+    header, rule, *rows = text.splitlines()
+    assert header.count("[CNN]") == 2 and "(GPU)" in header and "[RNN]" in header and "Inference" not in header
+    pytorch = next(row for row in rows if row.startswith("| PyTorch |"))
+    assert pytorch.count("[**300**]") == 2 and "[pytorch-CNN-gpu]" in pytorch
+    assert "[pytorch-CNN]: results/notebooks/x/pytorch_CNN.ipynb" in text
+    assert f"CNN, RNN: [{machines.machine_of(cpu[0])}](docs/machines/" in text and "NVIDIA H200" in text
+    tensorflow = next(row for row in rows if row.startswith("| TensorFlow |"))
+    assert tensorflow.split(" | ")[1] == "—" and "[**700**]" in tensorflow
+
+
+def test_each_machine_has_a_page_and_the_index_counts_its_runs(tmp_path):
+    from common import records
+
+    results = tmp_path / "results"
+    for made in [record(framework="pytorch"), record(framework="pytorch", hardware=OTHER_CPU),
+                 record(framework="gluon", hardware=OTHER_CPU, profile="smoke"),
+                 record(task="Inference", variant="bf16", checks=dict(CHECKS["Inference"], feature_tolerance=0.5))]:
+        records.append_record(made, results / "records.jsonl")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{report.BEGIN_MARKER}\n{report.END_MARKER}\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "machines").mkdir()
+    (tmp_path / "docs" / "machines" / "gone.md").write_text("an old machine's page")
+    regenerate.regenerate(results, readme, Path(__file__).resolve().parent.parent / "notebooks")
+    pages = sorted(path.name for path in (tmp_path / "docs" / "machines").glob("*.md"))
+    assert pages == sorted(["index.md", machines.slug(machines.machine_of(record())) + ".md",
+                            machines.slug(machines.machine_of(record(hardware=OTHER_CPU))) + ".md"])
+    index = (tmp_path / "docs" / "machines" / "index.md").read_text()
+    assert "1 record(s) made before today's protocol" in index and "| 1 | 1 |" in index
+    page = (tmp_path / "docs" / "machines" / (machines.slug(machines.machine_of(record())) + ".md")).read_text()
+    assert page.startswith("# Results on Test CPU") and "**300** img/s" in page and "Other CPU" not in page
+    assert "[**300**][pytorch-CNN]" in readme.read_text()
+    assert regenerate.stale_files(results, readme, Path(__file__).resolve().parent.parent / "notebooks") == []
