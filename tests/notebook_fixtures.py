@@ -13,7 +13,7 @@ open(records.artifact_path(record_path, "extra.txt"), "w").write("artifact")
 """
 
 
-# What an Inference record must carry to count (runner/report.py REQUIRED_CHECKS).
+# What an Inference record must carry to count (runner/verdict.py REQUIRED_CHECKS).
 INFERENCE_CHECKS = {"feature_max_abs_error": 1e-6, "feature_tolerance": 1e-3, "known_photos_correct": True}
 
 

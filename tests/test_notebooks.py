@@ -13,7 +13,7 @@ import pytest
 from common import numpy_resnet, params, probe, records, reference, timing
 from runner.frameworks import DEFAULT_VARIANT, RUNNABLE, variants
 from common.params import quality_target
-from runner import report
+from runner import report, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = [(framework.name, task, variant) for framework in RUNNABLE.values()
@@ -134,7 +134,7 @@ def test_fcn5_runs_once_per_thread_count_and_times_every_mini_batch(smoke_record
         assert len(metrics["forward_seconds_per_step_windows"]) == smoke["forward_batches"]
         assert 0 < metrics["forward_seconds_per_step"] < 5 * metrics["seconds_per_step"]
         # The pinning held: no more cores kept busy than threads pinned (XLA included).
-        assert metrics["cpus_busy"] <= report.CPU_SLACK * record["hardware"]["threads_pinned"] + 0.15
+        assert metrics["cpus_busy"] <= verdict.CPU_SLACK * record["hardware"]["threads_pinned"] + 0.15
         assert record["hardware"]["thread_settings"]["cpu_affinity"] == min(record["hardware"]["threads_pinned"], probe.cpu_cores())
         assert record["hardware"]["cpu_cores"] == probe.cpu_cores()
 
