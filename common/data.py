@@ -16,6 +16,10 @@ from common import synthetic
 from common.data_choice import DataUnavailable, check_choice  # noqa: F401 (notebooks catch it here)
 
 DataSet = namedtuple("DataSet", "x_train y_train x_test y_test data source")
+TextSet = namedtuple("TextSet", "x_train x_valid vocabulary data source")
+TextSet.__doc__ = """x_train, x_valid: int32 token ids of the training and validation texts;
+vocabulary: the characters, token i being vocabulary[i]; data, source: what the record says."""
+SYNTHETIC_TEXT_CHARACTERS = 2_000_000
 
 
 def _real_or_fallback(name, data, load_real):
@@ -179,3 +183,33 @@ def load_chestxray(n_train=None, n_valid=None, data="auto"):
         kind, source = "real", "ChestX-ray14 (NIH), patient-wise split"
     return XrayData([str(paths[i]) for i in train], labels[train], [str(paths[i]) for i in valid],
                     labels[valid], kind, source)
+
+
+def load_characters(n_train=None, n_valid=None, data="auto"):
+    """Character-level text for the GPT task: IMDB's reviews (common.loaders.imdb_text) or a
+    synthetic review-like text, as token ids over the characters present (sorted by code point, so
+    the vocabulary is the same in every framework and profile), the first `n_train` and `n_valid`
+    characters of the training and validation texts."""
+    from common.loaders import imdb_text
+
+    real = _real_or_fallback("IMDB text", data, imdb_text.load_real)
+    if real is None:
+        whole = synthetic.text(SYNTHETIC_TEXT_CHARACTERS)
+        cut = int(0.9 * len(whole))
+        train, valid, kind, source = whole[:cut], whole[cut:], "synthetic", "synthetic review-like text"
+    else:
+        train, valid, source = real
+        kind = "real"
+    vocabulary = "".join(sorted(set(train) | set(valid)))
+    lookup = np.zeros(128, np.int32)
+    lookup[[ord(character) for character in vocabulary]] = np.arange(len(vocabulary))
+
+    def encode(text, n):
+        return lookup[np.frombuffer(text[:n].encode("ascii"), np.uint8)]
+
+    return TextSet(encode(train, n_train), encode(valid, n_valid), vocabulary, kind, source)
+
+
+def decode(tokens, vocabulary):
+    """The text of a sequence of token ids."""
+    return "".join(vocabulary[int(token)] for token in tokens)

@@ -72,3 +72,30 @@ def sequences(n, length, vocabulary_size, n_classes=2, seed=SEED + 1, marker_rat
 def flat_images(n, n_features, n_classes, seed=SEED + 2):
     """(n, n_features) float32 in [0, 1], for MNIST-shaped data."""
     return _template_vectors(n, n_features, n_classes, seed)
+
+
+# The synthetic stand-in for character-level text: sentences of a small grammar, so that a language
+# model can learn its words, their agreement and its punctuation, and one that does not learn stays
+# at the characters' unigram entropy.
+_SUBJECTS = ("the film", "this movie", "the actor", "the plot", "every scene", "the music", "my friend",
+             "the director", "the ending", "a critic")
+_VERBS = ("was", "seemed", "felt", "looked", "became")
+_ADVERBS = ("very", "rather", "truly", "quite", "never", "always")
+_ADJECTIVES = ("good", "bad", "boring", "brilliant", "funny", "slow", "beautiful", "awful", "clever", "long")
+_ENDINGS = (".", "!", ", and i laughed.", ", but i stayed.", ", so we left.")
+
+
+def text(n_characters, seed=SEED):
+    """At least `n_characters` of deterministic review-like text, one review a line."""
+    rng = np.random.default_rng(seed)
+    lines, length = [], 0
+    while length < n_characters:
+        sentences = []
+        for _ in range(rng.integers(1, 5)):
+            sentence = (f"{_SUBJECTS[rng.integers(len(_SUBJECTS))]} {_VERBS[rng.integers(len(_VERBS))]} "
+                        f"{_ADVERBS[rng.integers(len(_ADVERBS))]} {_ADJECTIVES[rng.integers(len(_ADJECTIVES))]}"
+                        f"{_ENDINGS[rng.integers(len(_ENDINGS))]}")
+            sentences.append(sentence[0].upper() + sentence[1:])
+        lines.append(" ".join(sentences))
+        length += len(lines[-1]) + 1
+    return "\n".join(lines) + "\n"
