@@ -86,9 +86,20 @@ def fcn5_multiply_adds():
     return sum(n_in * n_out for n_in, n_out in zip(sizes[:-1], sizes[1:]))
 
 
+def gpt_multiply_adds(params=None):
+    """One token through the GPT of `params` (default the full profile's): each block's qkv,
+    projection and MLP matrices, its attention over the whole context (q·k and the weighted sum of
+    v, counted over every position as nanoGPT's estimate_mfu counts them), and the tied head; the
+    embeddings are lookups."""
+    params = params or get_params("GPT")
+    width, context = params["n_embd"], params["block_size"]
+    per_block = width * 3 * width + width * width + 2 * width * 4 * width + 2 * context * width
+    return params["n_layer"] * per_block + width * params["vocabulary_size"]
+
+
 _FORWARD = {"CNN": cnn_multiply_adds, "RNN": gru_multiply_adds, "Inference": resnet50_multiply_adds,
-            "FCN5": fcn5_multiply_adds, "MultiGPU": densenet121_multiply_adds}
-_TRAINS = {"CNN": True, "RNN": True, "Inference": False, "FCN5": True, "MultiGPU": True}
+            "FCN5": fcn5_multiply_adds, "MultiGPU": densenet121_multiply_adds, "GPT": gpt_multiply_adds}
+_TRAINS = {"CNN": True, "RNN": True, "Inference": False, "FCN5": True, "MultiGPU": True, "GPT": True}
 
 
 def first_layer_multiply_adds(task, image_size=None):
@@ -109,12 +120,13 @@ def first_layer_multiply_adds(task, image_size=None):
     return 0
 
 
-def flops_per_item(task, image_size=None):
-    """FLOPs of one image or sequence through the task's timed work (training or inference);
-    `image_size` (MultiGPU only) for a profile that shrinks the images."""
+def flops_per_item(task, image_size=None, params=None):
+    """FLOPs of one image, sequence or token through the task's timed work (training or inference);
+    `image_size` (MultiGPU) for a profile that shrinks the images, `params` (GPT) for the profile's
+    model."""
     if task not in _FORWARD:
         raise ValueError(f"no FLOP count for task {task!r}; valid: {', '.join(_FORWARD)}")
-    forward = _FORWARD[task](image_size) if image_size else _FORWARD[task]()
+    forward = _FORWARD[task](params) if task == "GPT" else _FORWARD[task](image_size) if image_size else _FORWARD[task]()
     if not _TRAINS[task]:
         return 2 * forward
     return 2 * (TRAINING_FACTOR * forward - first_layer_multiply_adds(task, image_size))

@@ -59,6 +59,8 @@ class Run:
         defaults = {"warmup_steps": params.get("warmup_steps", params.get("warmup_batches", 0))}
         if "n_batches" in params:
             defaults["total_steps"] = params["n_batches"]
+        elif "train_steps" in params:
+            defaults["total_steps"] = params["train_steps"]
         elif {"epochs", "n_train", "batch_size"} <= set(params):
             defaults["total_steps"] = params["epochs"] * (params["n_train"] // params["batch_size"])
         return Timer(sync=sync, **dict(defaults, **settings))
@@ -92,8 +94,10 @@ class Run:
             checks.update(reference.train_trajectory(self.task, self.params, dataset, metrics["epoch_losses"]))
         target = params.quality_target(self.task, self.profile, dataset.source)
         if target is not None and self.params.get("accuracy_run", True):
+            metric, direction = params.quality_metric(self.task)
+            value = metrics.get(metric, float("nan"))
             checks["quality_target"] = target
-            checks["quality_met"] = bool(metrics.get("test_accuracy", float("nan")) >= target)
+            checks["quality_met"] = bool(value >= target if direction == "at least" else value <= target)
         hardware = dict(probe.hardware(probe.nvidia_accelerator() if self.on_gpu else None,
                                        threads=self.threads if threads is None else threads),
                         threads_pinned=self.threads)

@@ -7,6 +7,10 @@ import os
 from pathlib import Path
 
 SCHEMA_VERSION = 1
+# The validity protocol a record is made under: bump it when runner.verdict starts requiring a check,
+# so that records made before it (without the field, or with a smaller number) leave the tables,
+# while a record of today's protocol that lacks a check shows as invalid.
+PROTOCOL = 2
 STATUSES = ("ok", "failed", "skipped")
 REQUIRED_FIELDS = ("schema_version", "framework", "task", "variant", "profile", "data", "status",
                    "hardware", "versions", "params", "metrics", "checks", "started_at")
@@ -37,6 +41,7 @@ def make_record(framework, task, profile, data, hardware, versions, params, metr
         raise ValueError(f"unknown status {status!r}; valid: {', '.join(STATUSES)}")
     return _plain({
         "schema_version": SCHEMA_VERSION,
+        "protocol": PROTOCOL,
         "framework": framework,
         "task": task,
         "variant": variant,

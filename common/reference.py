@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from common import numpy_models
+from common import numpy_gpt, numpy_models
 from common.params import get_params
 
 SEED = 1234
@@ -43,11 +43,17 @@ PARITY_STEPS = 3
 # FCN5's is wider: with DLBench's momentum, MXNet's oneDNN fully connected layers differ from float64
 # by 3.5e-5 (1.6e-6 with MXNET_MKLDNN_ENABLED=0, as every other framework), and the nearest broken
 # copy (two rows of dense2's bias swapped) by 7.5e-3; runner.margins shows both sides of each bound.
-TRAIN_PARITY_TOLERANCE = {"CNN": 1e-3, "RNN": 1e-4, "FCN5": 5e-4}
+# GPT's (AdamW from the parity weights, three steps): float32 numpy 4.5e-7, PyTorch 1.5e-7; weight
+# decay on biases and LayerNorm moves it by 1.0e-4, epsilon 1e-6 by 1.5e-4, the tanh GELU by 1.8e-4,
+# q and k swapped by 3.4e-4, a missing causal mask by 1.2e-2 (runner.broken_copies).
+TRAIN_PARITY_TOLERANCE = {"CNN": 1e-3, "RNN": 1e-4, "FCN5": 5e-4, "GPT": 1e-5}
 GRU_GATES = ("r", "z", "n")
 CNN_LAYERS = ("conv1", "conv2", "conv3", "conv4", "dense1", "dense2")
 FCN5_LAYERS = numpy_models.FCN5_LAYERS
-TASKS = ("CNN", "RNN", "FCN5")
+TASKS = ("CNN", "RNN", "FCN5", "GPT")
+# GPT's parity model: the task's, two blocks of width 32 over 32 positions (seconds in float64 numpy;
+# two blocks so that a block's weights mapped to the other show), without dropout.
+GPT_PARITY_MODEL = {"n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 32, "dropout": 0.0}
 
 
 def glorot_uniform(rng, shape, fan_in, fan_out):
@@ -107,7 +113,23 @@ def fcn5_weights(seed=SEED):
     return weights
 
 
-_WEIGHTS = {"CNN": cnn_weights, "RNN": gru_weights, "FCN5": fcn5_weights}
+def gpt_config(params):
+    """numpy_gpt's model config of a GPT parameter set (common.params, or gpt_parity_params())."""
+    return numpy_gpt.make_config(params["vocabulary_size"], params["block_size"], params["n_layer"],
+                                 params["n_head"], params["n_embd"], params["layer_norm_epsilon"])
+
+
+def gpt_parity_params():
+    """The GPT parameters of the parity model: the task's, with GPT_PARITY_MODEL's sizes."""
+    return dict(get_params("GPT"), **GPT_PARITY_MODEL)
+
+
+def gpt_weights(params=None, seed=SEED):
+    """nanoGPT's initialisation of the GPT model of `params` (default: the full profile's)."""
+    return numpy_gpt.initial_weights(gpt_config(params or get_params("GPT")), seed + 5)
+
+
+_WEIGHTS = {"CNN": cnn_weights, "RNN": gru_weights, "FCN5": fcn5_weights, "GPT": gpt_weights}
 
 
 def _check_task(task):
@@ -115,14 +137,18 @@ def _check_task(task):
         raise ValueError(f"no shared weights or parity check for task {task!r}; valid: {', '.join(TASKS)}")
 
 
-def initial_weights(task):
-    """The weights every framework trains the task from."""
+def initial_weights(task, params=None):
+    """The weights every framework trains the task from; GPT's model depends on its profile's
+    parameters (`params`, default the full profile's)."""
     _check_task(task)
-    return _WEIGHTS[task]()
+    return _WEIGHTS[task](params) if task == "GPT" else _WEIGHTS[task]()
 
 
 def parity_weights(task):
-    """The initial kernels with random non-zero biases (input and recurrent ones for the GRU)."""
+    """The initial kernels with random non-zero biases (input and recurrent ones for the GRU; for
+    GPT numpy_gpt.parity_weights, LayerNorm scales and offsets too, of gpt_parity_params' model)."""
+    if task == "GPT":
+        return numpy_gpt.parity_weights(gpt_config(gpt_parity_params()), SEED + 4)
     weights = initial_weights(task)
     rng = np.random.default_rng(SEED + 4)
     for name in sorted(weights):
@@ -139,6 +165,11 @@ def parity_batch(task, seed=SEED, layout="NCHW"):
     if layout not in ("NCHW", "NHWC"):
         raise ValueError(f"unknown layout {layout!r}; valid: NCHW, NHWC")
     rng = np.random.default_rng(seed + 2)
+    if task == "GPT":
+        # Token windows and their next tokens, (PARITY_BATCH_SIZE, block_size) int32 each.
+        params = gpt_parity_params()
+        tokens = rng.integers(0, params["vocabulary_size"], size=(PARITY_BATCH_SIZE, params["block_size"] + 1))
+        return np.ascontiguousarray(tokens[:, :-1], np.int32), np.ascontiguousarray(tokens[:, 1:], np.int64)
     params = get_params(task)
     if task == "CNN":
         x = rng.uniform(0.0, 1.0, size=(PARITY_BATCH_SIZE,) + tuple(params["image_shape"]))
@@ -178,6 +209,8 @@ def parity_steps(task, weights, dtype=np.float64, optimiser=None, adam_form="pap
     dtype = np.dtype(dtype)
     weights = {name: value.astype(dtype) for name, value in weights.items()}
     x, labels = parity_batch(task)
+    if task == "GPT":
+        return gpt_parity_steps(weights, x, labels, **(optimiser or {}))
     state, losses = {}, []
     for _ in range(PARITY_STEPS):
         loss, grads = _GRADIENTS[task](weights, x, labels, dtype)
@@ -187,6 +220,19 @@ def parity_steps(task, weights, dtype=np.float64, optimiser=None, adam_form="pap
         else:
             optimiser_step(task, weights, grads, state, adam_form)
     return np.array(losses), _FORWARD[task](weights, x, None, dtype)
+
+
+def gpt_parity_steps(weights, tokens, targets, options=None, decayed=numpy_gpt.nanogpt_decayed):
+    """GPT's PARITY_STEPS train steps (AdamW with clipping, common.params' settings) and its logits
+    after them; `options` and `decayed` build a broken model (numpy_gpt.OPTION_DEFAULTS)."""
+    params = gpt_parity_params()
+    config, state, losses = gpt_config(params), {}, []
+    hyper = {name: params[name] for name in ("learning_rate", "beta_1", "beta_2", "epsilon", "weight_decay", "grad_clip")}
+    for _ in range(PARITY_STEPS):
+        weights, state, loss = numpy_gpt.train_step(weights, state, tokens, targets, config, hyper, options, decayed)
+        losses.append(loss)
+    logits, _ = numpy_gpt.forward(weights, tokens, config, options)
+    return np.array(losses), logits
 
 
 @functools.lru_cache(maxsize=None)

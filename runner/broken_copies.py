@@ -41,10 +41,10 @@ BROKEN_ENGINES = [
          "        loss = loss_fn(model(x), y)\n        (loss * world_size).backward()\n        optimizer.step()\n"
          "        optimizer.clear_grad()\n        losses.append(")]),
     ("gluon", "no gradient all-reduce (no kvstore)", [
-        ("{\"learning_rate\": params[\"equivalence_learning_rate\"]},\n                            kvstore=\"device\")",
-         "{\"learning_rate\": params[\"equivalence_learning_rate\"]},\n                            kvstore=None)")]),
+        ("{\"learning_rate\": params[\"equivalence_learning_rate\"]},\n                              kvstore=\"device\")",
+         "{\"learning_rate\": params[\"equivalence_learning_rate\"]},\n                              kvstore=None)")]),
     ("gluon", "sum of the devices' gradients (step scaled by one device's batch)", [
-        ("    trainer.step(len(x))", "    trainer.step(len(x) // len(contexts))")]),
+        ("    optimizer.step(len(x))", "    optimizer.step(len(x) // len(contexts))")]),
     # JAX's all-reduce is XLA's, placed by the partitioner: no line of the notebook holds it. What a
     # missing one would leave on device 0 is that device's share trained alone.
     ("jax_flax", "no gradient all-reduce (device 0's share trained alone)", [
@@ -115,6 +115,22 @@ def _swapped(task, name):
     return dict(weights, **{name: swapped})
 
 
+def _qkv_columns(reorder):
+    """GPT's parity weights with every block's qkv kernel and bias columns rearranged by
+    `reorder(q, k, v, heads)` (the mistake a framework's own attention layout invites)."""
+    from common import reference
+
+    weights, heads = reference.parity_weights("GPT"), reference.gpt_parity_params()["n_head"]
+    for name in [name for name in weights if "/attention/qkv/" in name]:
+        weights[name] = np.concatenate(reorder(*np.split(weights[name], 3, axis=-1), heads), axis=-1)
+    return weights
+
+
+def _dimension_major(q, k, v, heads):
+    order = np.arange(q.shape[-1]).reshape(heads, -1).T.reshape(-1)
+    return q[..., order], k[..., order], v[..., order]
+
+
 def parity_copies():
     """[(check, copy, error, bound)] of the training-parity check's numpy copies."""
     from common import numpy_models, reference
@@ -125,6 +141,9 @@ def parity_copies():
     copies = [("CNN", f"{name} rows 0 and 1 swapped", _swapped("CNN", name)) for name in ("conv2/bias", "dense1/bias", "dense2/bias")]
     copies += [("RNN", f"{name} rows 0 and 1 swapped", _swapped("RNN", name)) for name in ("gru/b_z", "gru/c_n", "gru/c_r")]
     copies += [("FCN5", f"{name} rows 0 and 1 swapped", _swapped("FCN5", name)) for name in ("dense2/bias", "dense4/bias")]
+    copies += [("GPT", f"{name} rows 0 and 1 swapped", _swapped("GPT", name)) for name in ("block1/mlp/fc/bias", "ln_f/offset")]
+    copies += [("GPT", "q and k projections swapped (the qkv split in another order)", _qkv_columns(lambda q, k, v, heads: (k, q, v))),
+               ("GPT", "heads cut dimension-major (another head layout)", _qkv_columns(_dimension_major))]
     moved = dict(parity["RNN"], **{"gru/b_n": parity["RNN"]["gru/b_n"] + parity["RNN"]["gru/c_n"],
                                    "gru/c_n": np.zeros_like(parity["RNN"]["gru/c_n"])})
     copies.append(("RNN", "candidate's recurrent bias outside the reset product", moved))
@@ -136,6 +155,13 @@ def parity_copies():
         ("FCN5", "no momentum", lambda w, g, s: numpy_models.sgd(w, g, s, fcn5["learning_rate"])),
     ]
     found += [(task, copy, _parity_error(task, parity[task], optimiser)) for task, copy, optimiser in optimisers]
+    # GPT: the defaults frameworks differ in (reference.gpt_parity_steps takes the broken model).
+    gpt = [("LayerNorm epsilon 1e-3 instead of 1e-5", {"options": {"layer_norm_epsilon": 1e-3}}),
+           ("LayerNorm epsilon 1e-6 instead of 1e-5", {"options": {"layer_norm_epsilon": 1e-6}}),
+           ("tanh GELU where the model says exact", {"options": {"gelu": "tanh"}}),
+           ("no causal mask (future tokens visible)", {"options": {"causal": False}}),
+           ("weight decay on biases and LayerNorm too", {"decayed": lambda name, array: True})]
+    found += [("GPT", copy, _parity_error("GPT", parity["GPT"], broken)) for copy, broken in gpt]
     return [(f"training parity, {task}", copy, error, reference.TRAIN_PARITY_TOLERANCE[task])
             for task, copy, error in found]
 

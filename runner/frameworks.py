@@ -19,7 +19,7 @@ def _runnable(name, prefix, environment, tasks, language="python"):
 # notebooks' kernel language: an R notebook runs on IRkernel and reaches its environment's Python
 # through reticulate. Their variants are common.frameworks', which the notebooks check themselves.
 _RUNNABLE = (
-    _runnable("pytorch", "PyTorch", "torch", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU")),
+    _runnable("pytorch", "PyTorch", "torch", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU", "GPT")),
     _runnable("tensorflow", "Tensorflow", "tensorflow", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU")),
     _runnable("keras_tf", "Keras_TF", "tensorflow", ("CNN", "Inference", "RNN", "FCN5")),
     _runnable("keras_jax", "Keras_JAX", "jax", ("CNN", "Inference", "RNN", "FCN5", "MultiGPU")),

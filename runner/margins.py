@@ -18,6 +18,7 @@ CHECKS = {
     "training parity, CNN": ("CNN", "train_parity_max_abs_error", None),
     "training parity, RNN": ("RNN", "train_parity_max_abs_error", None),
     "training parity, FCN5": ("FCN5", "train_parity_max_abs_error", None),
+    "training parity, GPT": ("GPT", "train_parity_max_abs_error", None),
     "FCN5 trajectory": ("FCN5", "train_trajectory_max_abs_error", None),
     # Every variant's model in fp32: a bf16 variant's own since it records its bf16 features apart.
     "feature parity": ("Inference", "feature_max_abs_error",

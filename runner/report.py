@@ -20,6 +20,7 @@ DETAILS = {
     "RNN": (("timed_seconds", "train {:.0f} s"), ("test_accuracy", "acc {:.3f}")),
     "MultiGPU": (("epoch_seconds", "epoch {:.0f} s"), ("mean_auc", "AUC {:.3f}")),
     "FCN5": (("forward_seconds_per_step", "forward {:.3g} s"), ("test_accuracy", "acc {:.3f}")),
+    "GPT": (("generation_tokens_per_second", "generate {:.0f} tok/s"), ("validation_loss", "val loss {:.3f}")),
 }
 
 
@@ -130,7 +131,7 @@ def achieved_gflops(record):
     value = _number(record.get("metrics", {}).get(headline))
     if value is None or value <= 0:
         return None
-    if unit in ("img/s", "seq/s"):
+    if unit in ("img/s", "seq/s", "tok/s"):
         rate = value
     elif unit == "s/batch":
         batch_size = _number(record.get("params", {}).get("batch_size"))
@@ -140,7 +141,8 @@ def achieved_gflops(record):
     else:
         return None
     image_size = record.get("params", {}).get("image_size") if task == "MultiGPU" else None
-    return rate * flops_per_item(task, image_size) / 1e9
+    params = record.get("params") if task == "GPT" else None
+    return rate * flops_per_item(task, image_size, params) / 1e9
 
 
 def _format(value):
@@ -414,6 +416,7 @@ TASK_TITLES = {
     "RNN": "GRU training on IMDB",
     "MultiGPU": "DenseNet-121 training on ChestX-ray14, data-parallel on 1 and N devices, images from RAM and from disk",
     "FCN5": "FCN5 (784 → 2048 → 4096 → 1024 → 10, sigmoid, SGD with momentum) training on MNIST, by CPU thread count",
+    "GPT": "GPT (nanoGPT's character-level model, AdamW) training on IMDB's review text",
 }
 
 

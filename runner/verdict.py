@@ -8,7 +8,7 @@ before a check existed (`before_protocol`) leaves the tables.
 import math
 
 from common.frameworks import precision as variant_precision
-from common.params import DEVICE_SWEEP_TASKS, QUALITY_TARGETS, THREAD_SWEEP_TASKS, quality_target
+from common.params import DEVICE_SWEEP_TASKS, QUALITY_TARGETS, THREAD_SWEEP_TASKS, quality_metric, quality_target
 
 ACCURACY_MARGIN = 0.05  # above chance by at least this much
 # A run may keep at most this much more than its pinned threads busy (measurement slack, the
@@ -28,6 +28,7 @@ REQUIRED_CHECKS = {
     # on all devices check it), and the loss on the check's fixed batch falls (mean AUC means
     # something only on the real images).
     "MultiGPU": ("data_parallel_update_relative_error",),
+    "GPT": ("train_parity_max_abs_error", "quality_target"),
 }
 
 # The task's headline figure, then the extra figures a cell shows beside it.
@@ -37,6 +38,7 @@ HEADLINES = {
     "RNN": ("sequences_per_second", "seq/s"),
     "MultiGPU": ("images_per_second", "img/s"),
     "FCN5": ("seconds_per_step", "s/batch"),  # the median training mini-batch
+    "GPT": ("tokens_per_second", "tok/s"),
 }
 
 
@@ -98,9 +100,12 @@ def validity(record):
     if busy is not None and pinned and not record.get("hardware", {}).get("gpu_count") and busy > CPU_SLACK * pinned + 0.15:
         return False, f"invalid: kept {busy:.1f} cores busy with {pinned:.0f} thread(s) pinned"
     if "quality_target" in checks:
-        target = _number(checks["quality_target"])
-        if target is None or accuracy is None or accuracy < target:
-            return False, f"invalid: accuracy {metrics.get('test_accuracy')} below target {checks['quality_target']}"
+        metric, direction = quality_metric(record.get("task"))
+        target, value = _number(checks["quality_target"]), _number(metrics.get(metric))
+        if target is None or value is None or not (value >= target if direction == "at least" else value <= target):
+            side = "below" if direction == "at least" else "above"
+            name = "accuracy" if metric == "test_accuracy" else metric.replace("_", " ")
+            return False, f"invalid: {name} {metrics.get(metric)} {side} target {checks['quality_target']}"
     if checks.get("data_parallel_loss_fell") is False:
         return False, "invalid: the data-parallel check's loss did not fall"
     if checks.get("known_photos_correct") is False:
@@ -142,9 +147,12 @@ def missing_checks(record):
 
 
 def before_protocol(record):
-    """A run that finished but lacks a check today's protocol requires: it was made before that
-    check existed. Such records stay in records.jsonl and leave the tables."""
-    return record.get("status") == "ok" and bool(missing_checks(record))
+    """A run made under an older protocol (common.records.PROTOCOL) that lacks a check today's
+    requires: it was made before that check existed. Such records stay in records.jsonl and leave the
+    tables; a record of today's protocol without a check is invalid instead, and says so."""
+    from common.records import PROTOCOL
+
+    return (record.get("protocol") or 1) < PROTOCOL and record.get("status") == "ok" and bool(missing_checks(record))
 
 
 def bounds():

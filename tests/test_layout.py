@@ -73,8 +73,10 @@ def vocabulary_of_training(code, member):
     if "densenet.initial_weights" in code:  # MultiGPU: its own start, and 1 device against N
         calls = ("densenet.initial_weights", "densenet.data_parallel_check", "batches.epoch_batches")
     else:
+        # GPT draws windows at seeded offsets (nanoGPT's batches) where the others walk epochs.
+        order = f"batches{member}window_offsets" if f"batches{member}window_offsets" in code else f"batches{member}epoch_batches"
         calls = (f"reference{member}initial_weights", f"reference{member}parity_weights",
-                 f"reference{member}train_parity", f"batches{member}epoch_batches")
+                 f"reference{member}train_parity", order)
     for call in calls:
         assert call in code, call
     assert not re.search(r"\b(generator|rng)\b.*\)\s*:", code), "the batch order comes from common.batches"

@@ -8,13 +8,22 @@ from test_report import CHECKS, CPU, GPU, record
 OTHER_CPU = dict(CPU, cpu_model="Other CPU", cpu_family=6, cpu_model_number=1)
 
 
+def old_protocol(made):
+    """`made` as a record of before today's protocol (common.records.PROTOCOL) would read."""
+    made.pop("protocol")
+    return made
+
+
 def test_a_record_without_a_check_of_today_is_before_the_protocol_and_leaves_the_tables():
-    old = record(task="Inference", variant="bf16",
-                 checks=dict(CHECKS["Inference"], feature_max_abs_error=0.2, feature_tolerance=0.5))
-    failed = record(status="failed", reason="Traceback\nValueError: x", checks={})
+    old = old_protocol(record(task="Inference", variant="bf16",
+                              checks=dict(CHECKS["Inference"], feature_max_abs_error=0.2, feature_tolerance=0.5)))
+    failed = old_protocol(record(status="failed", reason="Traceback\nValueError: x", checks={}))
     assert verdict.before_protocol(old) and verdict.missing_checks(old) == ["bf16_feature_relative_error"]
     assert not verdict.before_protocol(failed) and not verdict.before_protocol(record())
     assert machines.current([old, failed, record()]) == [failed, record()]
+    # Made today without a check it requires: shown, as invalid.
+    today = record(task="Inference", variant="bf16", checks=dict(CHECKS["Inference"]))
+    assert not verdict.before_protocol(today) and verdict.validity(today) == (False, "invalid: no bf16_feature_relative_error check")
 
 
 def test_the_reference_machine_of_a_task_has_the_most_valid_cells_and_a_tie_goes_to_the_newer():
@@ -50,7 +59,7 @@ def test_each_machine_has_a_page_and_the_index_counts_its_runs(tmp_path):
     results = tmp_path / "results"
     for made in [record(framework="pytorch"), record(framework="pytorch", hardware=OTHER_CPU),
                  record(framework="gluon", hardware=OTHER_CPU, profile="smoke"),
-                 record(task="Inference", variant="bf16", checks=dict(CHECKS["Inference"], feature_tolerance=0.5))]:
+                 old_protocol(record(task="Inference", variant="bf16", checks=dict(CHECKS["Inference"], feature_tolerance=0.5)))]:
         records.append_record(made, results / "records.jsonl")
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{report.BEGIN_MARKER}\n{report.END_MARKER}\n")

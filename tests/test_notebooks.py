@@ -77,6 +77,21 @@ def test_notebook_runs_and_records_everything(smoke_record, framework, task, var
     assert report.validity(record) == (True, "")
 
 
+@pytest.mark.parametrize("framework, variant", [(f, v) for f, t, v in RUNS if t == "GPT"])
+def test_gpt_learns_below_its_loss_target_generates_and_matches_the_numpy_gpt(smoke_record, framework, variant):
+    """nanoGPT's model from the shared start: the validation loss meets its smoke target (below the
+    uniform ln 96), the greedy sample continues the prompt, and PARITY_STEPS AdamW steps with
+    clipping match the float64 numpy GPT."""
+    record = smoke_record(framework, "GPT", variant)
+    metrics, checks, run_params = record["metrics"], record["checks"], record["params"]
+    assert checks["quality_target"] == quality_target("GPT", "smoke", record["data_source"]) < np.log(96)
+    assert metrics["validation_loss"] <= checks["quality_target"] and checks["quality_met"] is True
+    assert metrics["sample"].startswith(run_params["prompt"]) and len(metrics["sample"]) == len(run_params["prompt"]) + run_params["generate_tokens"]
+    assert metrics["tokens_per_second"] > 0 and metrics["generation_tokens_per_second"] > 0
+    assert metrics["steps"] == run_params["train_steps"]
+    assert checks["train_parity_max_abs_error"] <= checks["train_parity_tolerance"] == reference.TRAIN_PARITY_TOLERANCE["GPT"]
+
+
 @pytest.mark.parametrize("framework, task, variant", [run for run in RUNS if run[1] in UNITS])
 def test_training_learns_to_its_target_and_matches_the_numpy_reference(smoke_record, framework, task, variant):
     """From the shared start, in the shared order: the loss falls, the accuracy meets the task's
