@@ -37,7 +37,7 @@ NO_LOOP_TASKS = {
                 "by design of the 2018 task; the devices table compares each framework with itself",
 }
 UNIT_RATES = {"CNN": "images_per_second", "Inference": "images_per_second",
-              "RNN": "sequences_per_second", "FCN5": "images_per_second"}
+              "RNN": "sequences_per_second", "FCN5": "images_per_second", "GPT": "tokens_per_second"}
 # Below this share of its plain loop a notebook's row in the lessons must say why (issue 11).
 TARGET_RATIO = 0.9
 
@@ -140,7 +140,7 @@ def markdown(records, entries):
              "| task | framework | threads | notebook | plain loop | notebook / loop | machine |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for row in rows:
-        unit = "seq/s" if row["task"] == "RNN" else "img/s"
+        unit = {"RNN": "seq/s", "GPT": "tok/s"}.get(row["task"], "img/s")
         ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}" + ("" if row["ratio"] >= TARGET_RATIO else " ⚠")
         notebook = "—" if row["notebook"] is None else f"{row['notebook']:.4g} {unit}"
         if not row["valid"]:

@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 from common import params as task_params  # noqa: E402
 from common import probe  # noqa: E402
 
-UNITS = {"CNN": "images", "Inference": "images", "RNN": "sequences", "FCN5": "images"}
+UNITS = {"CNN": "images", "Inference": "images", "RNN": "sequences", "FCN5": "images", "GPT": "tokens"}
 # Distinct synthetic batches a loop cycles through: enough that no cache holds one batch's
 # activations from the step before, few enough to build in a moment.
 N_BATCHES = 4
@@ -52,12 +52,25 @@ class Loop:
             return self.steps
         if self.task == "Inference":
             return self.params["n_batches"]
+        if self.task == "GPT":
+            return self.params["train_steps"] - self.params["warmup_steps"]
         per_epoch = self.params["n_train"] // self.params["batch_size"]
         return self.params["epochs"] * per_epoch - self.params["warmup_steps"]
 
     @property
     def batch_size(self):
         return self.params["batch_size"]
+
+    @property
+    def items_per_step(self):
+        """What a step's rate counts: its examples, or GPT's tokens (batch × context)."""
+        return self.batch_size * (self.params["block_size"] if self.task == "GPT" else 1)
+
+    def windows(self, dtype=np.int64):
+        """GPT: N_BATCHES batches of random token windows and their next tokens, two arrays."""
+        shape = (N_BATCHES * self.batch_size, self.params["block_size"] + 1)
+        tokens = np.random.default_rng(3).integers(0, self.params["vocabulary_size"], shape).astype(dtype)
+        return tokens[:, :-1].copy(), tokens[:, 1:].copy()
 
     def images(self, layout="NCHW", dtype=np.float32):
         """N_BATCHES batches of random images (CNN, Inference) or flat vectors (FCN5), one array."""
@@ -93,7 +106,7 @@ class Loop:
         for index in range(self.warmup_steps, self.warmup_steps + self.timed_steps):
             result = step(index)
         sync(result)
-        return self.report(self.timed_steps * self.batch_size, time.perf_counter() - start)
+        return self.report(self.timed_steps * self.items_per_step, time.perf_counter() - start)
 
     def measure_call(self, warm_up, timed):
         """For loops the framework runs itself (Keras `fit`, MXNet Module `fit`): `warm_up()` runs
@@ -101,7 +114,7 @@ class Loop:
         warm_up()
         start = time.perf_counter()
         timed()
-        return self.report(self.timed_steps * self.batch_size, time.perf_counter() - start)
+        return self.report(self.timed_steps * self.items_per_step, time.perf_counter() - start)
 
     def report(self, items, seconds):
         result = {"task": self.task, "profile": self.profile, "threads": self.threads, "unit": self.unit,

@@ -2,7 +2,7 @@
 gradients set to None, no `.item()` per step, `inference_mode` for inference."""
 import clock
 
-loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before torch is imported
+loop = clock.start(("CNN", "Inference", "RNN", "FCN5", "GPT"))  # pins the threads before torch is imported
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
@@ -11,7 +11,7 @@ torch.set_num_threads(loop.threads)
 params = loop.params
 
 
-def train(model, optimizer, x, y, memory_format=torch.contiguous_format):
+def train(model, optimizer, x, y, memory_format=torch.contiguous_format, clip=None):
     x, y = torch.from_numpy(x).contiguous(memory_format=memory_format), torch.from_numpy(y)
     loss_fn = nn.CrossEntropyLoss()
     model.train()
@@ -19,8 +19,11 @@ def train(model, optimizer, x, y, memory_format=torch.contiguous_format):
     def step(index):
         inputs, labels = loop.batch(index, x, y)
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(inputs), labels)
+        logits = model(inputs)
+        loss = loss_fn(logits.flatten(0, -2), labels.flatten()) if labels.dim() > 1 else loss_fn(logits, labels)
         loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         optimizer.step()
         return loss
 
@@ -97,4 +100,36 @@ def fcn5():
     return train(model, optimizer, loop.images(), loop.labels())
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5}[loop.task]()
+class GPT(nn.Module):
+    """nanoGPT's shape from PyTorch's own layers: pre-LayerNorm `nn.TransformerEncoderLayer`s with
+    exact GELU under a causal mask (its fused attention path), the head tied to the embedding."""
+
+    def __init__(self):
+        super().__init__()
+        width, context = params["n_embd"], params["block_size"]
+        self.token_embedding = nn.Embedding(params["vocabulary_size"], width)
+        self.position_embedding = nn.Embedding(context, width)
+        layer = nn.TransformerEncoderLayer(width, params["n_head"], 4 * width, params["dropout"], activation="gelu",
+                                           layer_norm_eps=params["layer_norm_epsilon"], batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, params["n_layer"], enable_nested_tensor=False)
+        self.ln_f = nn.LayerNorm(width, eps=params["layer_norm_epsilon"])
+        self.head = nn.Linear(width, params["vocabulary_size"], bias=False)
+        self.head.weight = self.token_embedding.weight
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(context))
+
+    def forward(self, tokens):
+        x = self.token_embedding(tokens) + self.position_embedding(torch.arange(tokens.shape[1]))
+        return self.head(self.ln_f(self.blocks(x, mask=self.mask, is_causal=True)))
+
+
+def gpt():
+    model = GPT()
+    decayed = [p for p in model.parameters() if p.dim() >= 2]
+    undecayed = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decayed, "weight_decay": params["weight_decay"]},
+                                   {"params": undecayed, "weight_decay": 0.0}], lr=params["learning_rate"],
+                                  betas=(params["beta_1"], params["beta_2"]), eps=params["epsilon"])
+    return train(model, optimizer, *loop.windows(), clip=params["grad_clip"])
+
+
+{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()
