@@ -94,10 +94,9 @@ class Run:
             checks.update(reference.train_trajectory(self.task, self.params, dataset, metrics["epoch_losses"]))
         target = params.quality_target(self.task, self.profile, dataset.source)
         if target is not None and self.params.get("accuracy_run", True):
-            metric, direction = params.quality_metric(self.task)
-            value = metrics.get(metric, float("nan"))
+            metric, _ = params.quality_metric(self.task)
             checks["quality_target"] = target
-            checks["quality_met"] = bool(value >= target if direction == "at least" else value <= target)
+            checks["quality_met"] = bool(params.meets_target(self.task, metrics.get(metric, float("nan")), target))
         hardware = dict(probe.hardware(probe.nvidia_accelerator() if self.on_gpu else None,
                                        threads=self.threads if threads is None else threads),
                         threads_pinned=self.threads)

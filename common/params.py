@@ -101,7 +101,8 @@ _FULL = {
     # (matrices and embeddings; not biases or LayerNorm), gradient clipping at a global norm of 1.0,
     # a fixed learning rate (nanoGPT decays it with a cosine; fixed here so that every framework's
     # schedule is the same by construction), windows drawn at random offsets (common.batches).
-    # The vocabulary is the 96 characters of common.data.CHARACTERS.
+    # The vocabulary: the characters of the text, at most the 96 that common.loaders.imdb_text keeps
+    # (printable ASCII and the newline).
     "GPT": {
         "vocabulary_size": 96,
         "block_size": 128,
@@ -222,6 +223,12 @@ QUALITY_METRICS = {"GPT": ("validation_loss", "at most")}
 def quality_metric(task):
     """(metric, "at least" or "at most") of the task's quality target."""
     return QUALITY_METRICS.get(task, ("test_accuracy", "at least"))
+
+
+def meets_target(task, value, target):
+    """Whether `value` of the task's quality metric meets `target` (at least it, or at most)."""
+    _, direction = quality_metric(task)
+    return value >= target if direction == "at least" else value <= target
 
 
 def data_set_name(data_source):

@@ -101,10 +101,9 @@ def matrix_markdown(records, link=str, page_link=str, notebooks_dir=None):
     reference machine, linked to the executed notebook; then which machine each column is."""
     records = current(records)
     machines = by_machine(records)
-    columns = [(task, machine) for task, machine in reference_machines(records).items()]
-    gpu = reference_machines(records, gpu=True)
-    columns = [column for task, machine in columns for column in [(task, machine)] + ([(task, gpu[task])] if task in gpu else [])]
-    columns += [(task, machine) for task, machine in gpu.items() if task not in dict(columns)]
+    cpu, gpu = reference_machines(records), reference_machines(records, gpu=True)
+    # Each task's CPU column, then its GPU column beside it.
+    columns = [(task, chosen[task]) for task in TASKS for chosen in (cpu, gpu) if task in chosen]
     if not columns:
         return "_No valid full or quick run recorded yet: run `python3 run_all.py`._"
     cells = {(task, machine): valid_cells(task, machines[machine]) for task, machine in columns}

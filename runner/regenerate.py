@@ -88,14 +88,19 @@ def render(results, readme, notebooks_dir):
     return files
 
 
-def stale_files(results, readme, notebooks_dir):
-    """Generated files that differ from what `render` makes, and generated-looking files it would not
-    make (an old machine page, a reader page of a task without notebooks)."""
-    files = render(results, readme, notebooks_dir)
-    stale = [path for path, text in files.items() if not path.exists() or path.read_text() != text]
+def leftover_files(readme, files):
+    """Generated-looking files beside `readme` that `files` (render's) does not hold: an old
+    machine's page, the reader page of a task without notebooks."""
     docs = Path(readme).resolve().parent / "docs"
     generated = list(docs.glob("*.html")) + list((docs / MACHINES_FOLDER).glob("*.md"))
-    return stale + [path for path in generated if path not in files]
+    return [path for path in generated if path not in files]
+
+
+def stale_files(results, readme, notebooks_dir):
+    """Generated files that differ from what `render` makes, and the leftovers it would not make."""
+    files = render(results, readme, notebooks_dir)
+    stale = [path for path, text in files.items() if not path.exists() or path.read_text() != text]
+    return stale + leftover_files(readme, files)
 
 
 def regenerate(results, readme, notebooks_dir):
@@ -115,7 +120,7 @@ def regenerate(results, readme, notebooks_dir):
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    for path in stale_files(results, readme, notebooks_dir):
+    for path in leftover_files(readme, files):
         path.unlink()
     pages = [path for path in files if path.parent.name == MACHINES_FOLDER]
     print(f"[run] {relative(readme)}, {len(pages) - 1} machine page(s) and the reader regenerated from "

@@ -8,7 +8,8 @@ before a check existed (`before_protocol`) leaves the tables.
 import math
 
 from common.frameworks import precision as variant_precision
-from common.params import DEVICE_SWEEP_TASKS, QUALITY_TARGETS, THREAD_SWEEP_TASKS, quality_metric, quality_target
+from common.params import (DEVICE_SWEEP_TASKS, QUALITY_TARGETS, THREAD_SWEEP_TASKS, meets_target, quality_metric,
+                           quality_target)
 
 ACCURACY_MARGIN = 0.05  # above chance by at least this much
 # A run may keep at most this much more than its pinned threads busy (measurement slack, the
@@ -102,7 +103,7 @@ def validity(record):
     if "quality_target" in checks:
         metric, direction = quality_metric(record.get("task"))
         target, value = _number(checks["quality_target"]), _number(metrics.get(metric))
-        if target is None or value is None or not (value >= target if direction == "at least" else value <= target):
+        if target is None or value is None or not meets_target(record.get("task"), value, target):
             side = "below" if direction == "at least" else "above"
             name = "accuracy" if metric == "test_accuracy" else metric.replace("_", " ")
             return False, f"invalid: {name} {metrics.get(metric)} {side} target {checks['quality_target']}"

@@ -12,6 +12,7 @@ import nbformat
 import pytest
 
 import notebook_fixtures
+from test_runner import tables
 from common import paths, probe, records
 from runner import environments, report
 from runner.frameworks import RUNNABLE
@@ -249,12 +250,6 @@ def test_a_gpu_column_comes_home_with_import_records(tmp_path):
     assert "imported 0 record(s)" in result.stdout
     home_tables = tables(home / "README.md")
     assert "**3** img/s" in home_tables and "skipped: no GPU build" in home_tables and "NVIDIA H200" in home_tables
-
-
-def tables(readme):
-    """The README and every machine page generated beside it (docs/machines/: the task tables)."""
-    pages = sorted((readme.parent / "docs" / "machines").glob("*.md"))
-    return "\n".join([readme.read_text()] + [page.read_text() for page in pages])
 
 
 def record_key(record):

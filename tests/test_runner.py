@@ -57,8 +57,9 @@ def test_help_explains_itself():
 
 
 def tables(readme):
-    """The text of every machine page generated beside `readme` (docs/machines/: the task tables)."""
-    return "\n".join(page.read_text() for page in sorted((readme.parent / "docs" / "machines").glob("*.md")))
+    """The README and every machine page generated beside it (docs/machines/: the task tables)."""
+    pages = sorted((readme.parent / "docs" / "machines").glob("*.md"))
+    return "\n".join([readme.read_text()] + [page.read_text() for page in pages])
 
 
 @pytest.fixture
