@@ -14,6 +14,7 @@ runner/bootstrap.py   re-running this script inside the runner's environment (en
 runner/session.py     a run: the plan (runner/plan.py) in rounds, peaks, summary; --measure-install
 runner/notebook_run.py  one notebook: kernel, parameters, papermill, its record
 runner/import_records.py  --import-records
+runner/bundle.py      --bundle, --from-bundle: an offline GPU host in one call
 runner/regenerate.py  --docs, and the end of every run: README tables, plots, docs/
 runner/jupyter.py     --jupyter: JupyterLab, and the papermill line for one notebook
 """
@@ -33,6 +34,13 @@ def main(argv=None):
 
         print_matrix(arguments.notebooks_dir, arguments.accelerator)
         return 0
+    if arguments.from_bundle is not None:  # an offline host: no runner environment to build there
+        from runner import bundle
+
+        try:
+            return bundle.run(arguments, sys.argv[1:] if argv is None else argv)
+        except bundle.BundleError as error:
+            sys.exit(f"[bundle] {error}")
     from runner import bootstrap
 
     bootstrap.ensure_runner_environment(arguments, __file__)
@@ -43,6 +51,14 @@ def main(argv=None):
         from runner import jupyter
 
         return jupyter.serve(arguments.jupyter)
+    if arguments.bundle is not None:
+        from runner import bundle
+
+        try:
+            bundle.make(arguments)
+        except bundle.BundleError as error:
+            sys.exit(f"[bundle] {error}")
+        return 0
     from runner.regenerate import regenerate
 
     if arguments.docs:

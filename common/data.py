@@ -12,7 +12,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from common import synthetic
+from common import data_bundle, synthetic
 from common.data_choice import DataUnavailable, check_choice  # noqa: F401 (notebooks catch it here)
 
 DataSet = namedtuple("DataSet", "x_train y_train x_test y_test data source")
@@ -22,18 +22,33 @@ vocabulary: the characters, token i being vocabulary[i]; data, source: what the 
 SYNTHETIC_TEXT_CHARACTERS = 2_000_000
 
 
-def _real_or_fallback(name, data, load_real):
-    """Call load_real() per the `data` policy; return its value or None for synthetic."""
+def _real_or_fallback(name, data, key):
+    """The real source `key`'s data per the `data` policy (from the data bundle where one is in
+    use, common.data_bundle), or None for synthetic."""
     check_choice(data)
     if data == "synthetic":
         return None
     try:
-        return load_real()
+        return data_bundle.read(key) if data_bundle.folder() else load_real(key)
     except DataUnavailable as error:
         if data == "real":
             raise
         print(f"[data] {name}: no real source available, using SYNTHETIC data instead ({error})")
         return None
+
+
+def load_real(key):
+    """What the real source `key` gives (a loader's load_real), or DataUnavailable."""
+    from common.loaders import chestxray, cifar10, imdb, imdb_text, mnist
+
+    if key.startswith("imdb-") and key != "imdb-text":
+        vocabulary_size, sequence_length = map(int, key.split("-")[1:])
+        return imdb.load_real(vocabulary_size=vocabulary_size, sequence_length=sequence_length)
+    sources = {"cifar-10": cifar10.load_real, "cnn-images": _real_cnn_images, "mnist": mnist.load_real,
+               "imdb-text": imdb_text.load_real, "chestxray-images": chestxray.image_paths}
+    if key not in sources:
+        raise ValueError(f"unknown data source {key!r}")
+    return sources[key]()
 
 
 def _subset(x, y, n):
@@ -52,13 +67,11 @@ def _to_layout(x, layout):
 
 def load_cifar10(n_train=None, n_test=None, layout="NCHW", data="auto"):
     """CIFAR-10 as float32 in [0, 1] in `layout`, int64 labels."""
-    from common.loaders import cifar10
-
-    return _images(cifar10.load_real, "CIFAR-10", n_train, n_test, layout, data)
+    return _images("cifar-10", "CIFAR-10", n_train, n_test, layout, data)
 
 
-def _images(load_real, name, n_train, n_test, layout, data):
-    real = _real_or_fallback(name, data, load_real)
+def _images(key, name, n_train, n_test, layout, data):
+    real = _real_or_fallback(name, data, key)
     if real is None:
         n_train = 50000 if n_train is None else n_train
         n_test = 10000 if n_test is None else n_test
@@ -85,34 +98,36 @@ def fashion_in_cifar_shape(images):
     return np.repeat(padded[:, None], 3, axis=1)
 
 
+def _real_cnn_images():
+    """CIFAR-10, else real Fashion-MNIST in CIFAR shape (uint8, NCHW), or DataUnavailable."""
+    from common.loaders import cifar10, fashion_mnist
+
+    try:
+        return cifar10.load_real()
+    except DataUnavailable as cifar_error:
+        try:
+            (x_train, y_train), (x_test, y_test), source = fashion_mnist.load_real()
+        except DataUnavailable as fashion_error:
+            raise DataUnavailable(f"{cifar_error}; {fashion_error}") from None
+        print(f"[data] CIFAR-10 unavailable, using real Fashion-MNIST in CIFAR shape ({cifar_error})")
+        return ((fashion_in_cifar_shape(x_train), y_train), (fashion_in_cifar_shape(x_test), y_test),
+                f"{source}, {CNN_FALLBACK_SHAPE}")
+
+
 def load_cnn_images(n_train=None, n_test=None, layout="NCHW", data="auto"):
     """The CNN task's images: CIFAR-10 where a source answers, else real Fashion-MNIST in CIFAR
     shape, else (data="auto") the synthetic stand-in. float32 in [0, 1] in `layout`, int64
     labels; `source` names the data set exactly."""
-    from common.loaders import cifar10, fashion_mnist
+    return _images("cnn-images", "CIFAR-10 or Fashion-MNIST", n_train, n_test, layout, data)
 
-    def real_images():
-        try:
-            return cifar10.load_real()
-        except DataUnavailable as cifar_error:
-            try:
-                (x_train, y_train), (x_test, y_test), source = fashion_mnist.load_real()
-            except DataUnavailable as fashion_error:
-                raise DataUnavailable(f"{cifar_error}; {fashion_error}") from None
-            print(f"[data] CIFAR-10 unavailable, using real Fashion-MNIST in CIFAR shape ({cifar_error})")
-            return ((fashion_in_cifar_shape(x_train), y_train), (fashion_in_cifar_shape(x_test), y_test),
-                    f"{source}, {CNN_FALLBACK_SHAPE}")
 
-    return _images(real_images, "CIFAR-10 or Fashion-MNIST", n_train, n_test, layout, data)
+def imdb_key(vocabulary_size, sequence_length):
+    return f"imdb-{vocabulary_size}-{sequence_length}"
 
 
 def load_imdb(n_train=None, n_test=None, vocabulary_size=30000, sequence_length=150, data="auto"):
     """IMDB as Keras-style int32 sequences (start 1, oov 2, index_from 3, 'pre' padding)."""
-    from common.loaders import imdb
-
-    real = _real_or_fallback(
-        "IMDB", data, lambda: imdb.load_real(vocabulary_size=vocabulary_size,
-                                             sequence_length=sequence_length))
+    real = _real_or_fallback("IMDB", data, imdb_key(vocabulary_size, sequence_length))
     if real is None:
         n_train = 25000 if n_train is None else n_train
         n_test = 25000 if n_test is None else n_test
@@ -130,9 +145,7 @@ def load_imdb(n_train=None, n_test=None, vocabulary_size=30000, sequence_length=
 
 def load_mnist(n_train=None, n_test=None, data="auto"):
     """MNIST as (N, 784) float32 in [0, 1], int64 labels."""
-    from common.loaders import mnist
-
-    real = _real_or_fallback("MNIST", data, mnist.load_real)
+    real = _real_or_fallback("MNIST", data, "mnist")
     if real is None:
         n_train = 60000 if n_train is None else n_train
         n_test = 10000 if n_test is None else n_test
@@ -162,7 +175,7 @@ def load_chestxray(n_train=None, n_valid=None, data="auto"):
     names, labels, patients = chestxray.load_labels()
     train, valid, _ = chestxray.patient_split(patients)
     train, valid = train[:n_train], valid[:n_valid]
-    found = _real_or_fallback("ChestX-ray14 images", data, chestxray.image_paths)
+    found = _real_or_fallback("ChestX-ray14 images", data, "chestxray-images")
     if found is None:
         limit = chestxray.SYNTHETIC_LIMIT
         if len(train) > limit or len(valid) > limit // 4:
@@ -190,9 +203,7 @@ def load_characters(n_train=None, n_valid=None, data="auto"):
     synthetic review-like text, as token ids over the characters present (sorted by code point, so
     the vocabulary is the same in every framework and profile), the first `n_train` and `n_valid`
     characters of the training and validation texts."""
-    from common.loaders import imdb_text
-
-    real = _real_or_fallback("IMDB text", data, imdb_text.load_real)
+    real = _real_or_fallback("IMDB text", data, "imdb-text")
     if real is None:
         whole = synthetic.text(SYNTHETIC_TEXT_CHARACTERS)
         cut = int(0.9 * len(whole))

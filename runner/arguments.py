@@ -133,6 +133,25 @@ def parse_arguments(argv):
                              "default the first free one from 8888), in notebooks/, with every "
                              "built framework kernel and `common` importable; print its URL and "
                              "the papermill command line for one notebook; Ctrl-C stops it")
+    parser.add_argument("--bundle", type=Path, metavar="DIR",
+                        help="write into DIR what an offline host needs to run the selection "
+                             "(--frameworks, --tasks, --profile) there: the wheels its Python lacks "
+                             "(papermill, ipykernel, keras where selected) and the selected tasks' "
+                             "data cut to the profile, under --bundle-limit-mb; then exit")
+    parser.add_argument("--bundle-python", default="3.12", metavar="X.Y",
+                        help="--bundle: the offline host's Python version (default 3.12, the lent H200's)")
+    parser.add_argument("--bundle-host-packages", type=Path, metavar="FILE",
+                        help="--bundle: the packages the offline host already has, one name a line "
+                             "(default envs/gpu-host.packages, the lent H200's image)")
+    parser.add_argument("--bundle-limit-mb", type=positive_number("MiB"), default=40, metavar="MIB",
+                        help="--bundle: the bundle's size limit (default 40 MiB: with the working tree "
+                             "it travels beside, under the device's 64 MiB a call); data that does not "
+                             "fit is left out, and its task runs on its synthetic stand-in there")
+    parser.add_argument("--from-bundle", type=Path, metavar="DIR",
+                        help="on an offline host: install DIR's wheels into a private folder, run the "
+                             "bundle's selection on this interpreter (--use-current-python, --accelerator "
+                             "auto) with DIR's data as the only source and no network, and pack the "
+                             "results folder into one archive that --import-records reads; then exit")
     parser.add_argument("--results-dir", type=Path, default=REPOSITORY_ROOT / "results",
                         help="where records, executed notebooks and plots go (default results/)")
     parser.add_argument("--readme", type=Path, default=REPOSITORY_ROOT / "README.md",
@@ -144,8 +163,11 @@ def parse_arguments(argv):
     arguments = parser.parse_args(argv)
     if arguments.import_records is not None:
         source = arguments.import_records
-        if not (source / "records.jsonl" if source.is_dir() else source).is_file():
+        archive = source.name.endswith(".tar.gz") and source.is_file()
+        if not archive and not (source / "records.jsonl" if source.is_dir() else source).is_file():
             parser.error(f"--import-records: no records.jsonl at {source}")
+    elif arguments.bundle is not None or arguments.from_bundle is not None:
+        pass  # the bundle's own checks (runner/bundle.py) say what is wrong, before any kernel starts
     elif not (arguments.list or arguments.self_test or arguments.docs or arguments.jupyter is not None):
         try:
             arguments.accelerator = resolve_accelerator(arguments.accelerator)

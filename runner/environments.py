@@ -214,13 +214,23 @@ def kernels_root():
     return cache_root() / "kernels" / clone
 
 
+# A folder of packages installed beside the interpreter's own (run_all.py --from-bundle's wheels):
+# on the Python path of the papermill process and of every kernel, after this clone.
+EXTRA_SITE_VARIABLE = "ROSETTA_EXTRA_SITE"
+
+
+def python_path():
+    extra = os.environ.get(EXTRA_SITE_VARIABLE)
+    return os.pathsep.join([str(REPOSITORY_ROOT)] + ([extra] if extra else []))
+
+
 def write_kernel(kernel_name, python, display_name, language="python"):
     """Register a Jupyter kernel `kernel_name` with this clone's `common` on its Python path:
     `python` itself, or for language "r" IRkernel, whose reticulate is pointed at `python`.
     Written on every run: cheap, and never stale."""
     folder = kernels_root() / "kernels" / kernel_name
     folder.mkdir(parents=True, exist_ok=True)
-    env = {"PYTHONPATH": str(REPOSITORY_ROOT), **home_redirects()}
+    env = {"PYTHONPATH": python_path(), **home_redirects()}
     if language == "r":
         argv = ["R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"]
         env["RETICULATE_PYTHON"] = str(python)
@@ -237,7 +247,7 @@ def papermill_environment():
     env = dict(os.environ)
     env.update(home_redirects())
     env["JUPYTER_PATH"] = str(kernels_root())
-    env["PYTHONPATH"] = str(REPOSITORY_ROOT)
+    env["PYTHONPATH"] = python_path()
     env.setdefault("PYTHONUNBUFFERED", "1")
     for variable in ("HOME", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
                      "KERAS_HOME", "MPLCONFIGDIR"):

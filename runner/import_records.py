@@ -2,6 +2,8 @@
 this one's, once each, with the executed notebooks and artifacts they name copied alongside; the
 tables are regenerated after, with a column per machine."""
 import shutil
+import tarfile
+import tempfile
 from pathlib import Path
 
 from runner.regenerate import relative
@@ -19,6 +21,14 @@ def import_records(source, results):
     from common import records
 
     source, results = Path(source), Path(results)
+    if source.name.endswith(".tar.gz"):  # what run_all.py --from-bundle packs
+        with tempfile.TemporaryDirectory() as unpacked:
+            with tarfile.open(source) as archive:
+                archive.extractall(unpacked, filter="data")
+            found = sorted(Path(unpacked).rglob("records.jsonl"))
+            if not found:
+                raise SystemExit(f"--import-records: no records.jsonl in {source}")
+            return import_records(found[0].parent, results)
     records_file = source / "records.jsonl" if source.is_dir() else source
     records_path = results / "records.jsonl"
     known = {record_identity(record) for record in records.read_records(records_path)}

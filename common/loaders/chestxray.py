@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from common import data_bundle
 from common.loaders import sources
 from common.data_choice import DataUnavailable
 from common.paths import data_cache
@@ -28,6 +29,15 @@ TORCHXRAYVISION_WHEEL = sources.RemoteFile(
     _WHEEL_NAME, [sources.pypi_file("torchxrayvision", "1.5.7", _WHEEL_NAME)],
     sha256="95f6c3475661f3515d4258deb0855bd5d1b1a56e0b65384251d3dd3fa61fac41", size=29002185,
     folder="chestxray")
+
+
+BUNDLE_KEY = "chestxray-labels"
+
+
+def bundle_arrays():
+    """The labels as common.data_bundle stores them."""
+    names, labels, patients = load_labels()
+    return {"kind": np.array("arrays"), "names": np.array(names), "labels": labels, "patients": patients}
 
 
 def parse_labels(csv_text):
@@ -48,6 +58,9 @@ def parse_labels(csv_text):
 
 def load_labels():
     """(image names, (N, 14) float32 labels, int64 patient ids) of all ChestX-ray14 images."""
+    if data_bundle.folder():
+        arrays = data_bundle.read(BUNDLE_KEY)
+        return [str(name) for name in arrays["names"]], arrays["labels"], arrays["patients"]
     wheel = sources.fetch(TORCHXRAYVISION_WHEEL)
     compressed = sources.read_member(wheel, LABELS_MEMBER)
     return parse_labels(gzip.decompress(compressed).decode("utf-8"))

