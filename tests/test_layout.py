@@ -97,7 +97,7 @@ def test_common_never_imports_a_deep_learning_framework():
         assert not DEEP_LEARNING.search(module.read_text()), module.name
 
 
-@pytest.mark.parametrize("task", ["CNN", "Inference", "RNN", "FCN5"])
+@pytest.mark.parametrize("task", ["CNN", "Inference", "RNN", "FCN5", "GPT"])
 def test_the_keras_notebooks_of_a_task_differ_only_in_their_backend(task):
     """Keras 3's three notebooks of a task are kept by hand, in step: only the title and its
     paragraph, the variants named in the parameters and the imports cell (where the backend is

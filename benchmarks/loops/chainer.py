@@ -5,7 +5,9 @@ no build for this Python; the notebooks run without it too.)"""
 
 import clock
 
-loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before chainer is imported
+loop = clock.start(("CNN", "Inference", "RNN", "FCN5", "GPT"))  # pins the threads before chainer is imported
+
+import math  # noqa: E402
 
 import chainer  # noqa: E402
 import chainer.functions as F  # noqa: E402
@@ -22,7 +24,8 @@ def train(model, optimizer, x, y):
 
     def step(index):
         inputs, labels = loop.batch(index, x, y)
-        loss = F.softmax_cross_entropy(model(inputs), labels)
+        # GPT's logits are (batch·time, vocabulary): its (batch, time) targets are flattened to match.
+        loss = F.softmax_cross_entropy(model(inputs), labels.reshape(-1))
         model.cleargrads()
         loss.backward()
         optimizer.update()
@@ -130,4 +133,61 @@ def fcn5():
     return train(model, chainer.optimizers.SGD(lr=params["learning_rate"]), loop.images(), loop.labels(np.int32))
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5}[loop.task]()
+class Block(chainer.Chain):
+    """A pre-LayerNorm block (Chainer ships no attention or Transformer link): causal attention from
+    F.matmul, a -inf mask and F.softmax over the (batch·time, channels) stream, then the exact-GELU
+    MLP written with F.erf."""
+
+    def __init__(self, width, epsilon):
+        super().__init__()
+        with self.init_scope():
+            self.ln_1, self.ln_2 = L.LayerNormalization(width, eps=epsilon), L.LayerNormalization(width, eps=epsilon)
+            self.qkv, self.attention_projection = L.Linear(width, 3 * width), L.Linear(width, width)
+            self.fc, self.mlp_projection = L.Linear(width, 4 * width), L.Linear(4 * width, width)
+
+    def forward(self, x, batch):
+        time, width, heads, rate = x.shape[0] // batch, x.shape[1], params["n_head"], params["dropout"]
+        q, k, v = (F.transpose(F.reshape(part, (batch, time, heads, width // heads)), (0, 2, 1, 3))
+                   for part in F.split_axis(self.qkv(self.ln_1(x)), 3, axis=1))
+        mask = np.triu(np.full((time, time), -np.inf, dtype=np.float32), k=1)
+        weights = F.dropout(F.softmax(F.matmul(q, k, transb=True) / math.sqrt(width // heads) + mask, axis=3), rate)
+        y = F.reshape(F.transpose(F.matmul(weights, v), (0, 2, 1, 3)), (batch * time, width))
+        x = x + F.dropout(self.attention_projection(y), rate)
+        h = self.fc(self.ln_2(x))
+        return x + F.dropout(self.mlp_projection(0.5 * h * (1.0 + F.erf(h / math.sqrt(2.0)))), rate)
+
+
+class GPT(chainer.Chain):
+    def __init__(self):
+        super().__init__()
+        width, epsilon = params["n_embd"], params["layer_norm_epsilon"]
+        with self.init_scope():
+            self.token_embedding = L.EmbedID(params["vocabulary_size"], width)
+            self.position_embedding = L.EmbedID(params["block_size"], width)
+            self.blocks = chainer.ChainList(*(Block(width, epsilon) for _ in range(params["n_layer"])))
+            self.ln_f = L.LayerNormalization(width, eps=epsilon)
+
+    def forward(self, tokens):
+        batch, time = tokens.shape
+        x = self.token_embedding(tokens) + self.position_embedding(np.arange(time, dtype=np.int32))
+        x = F.dropout(F.reshape(x, (batch * time, -1)), params["dropout"])
+        for block in self.blocks:
+            x = block(x, batch)
+        return F.linear(self.ln_f(x), self.token_embedding.W)  # the head tied to the embedding
+
+
+def gpt():
+    model = GPT()
+    # weight_decay_rate is not scaled by alpha in Chainer: lr·wd. (The notebook also rescales eps
+    # each step to PyTorch's placement, a Python float per step: left out here.)
+    optimizer = chainer.optimizers.AdamW(alpha=params["learning_rate"], beta1=params["beta_1"], beta2=params["beta_2"],
+                                         eps=params["epsilon"], weight_decay_rate=params["learning_rate"] * params["weight_decay"])
+    optimizer.setup(model)
+    for parameter in model.params():
+        if parameter.ndim < 2:
+            parameter.update_rule.hyperparam.weight_decay_rate = 0.0
+    optimizer.add_hook(chainer.optimizer_hooks.GradientClipping(params["grad_clip"]))
+    return train(model, optimizer, *loop.windows(np.int32))
+
+
+{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()

@@ -6,7 +6,7 @@ import functools
 
 import clock
 
-loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before JAX is imported
+loop = clock.start(("CNN", "Inference", "RNN", "FCN5", "GPT"))  # pins the threads before JAX is imported
 
 import jax  # noqa: E402
 import optax  # noqa: E402
@@ -168,4 +168,50 @@ def fcn5():
     return train(model, optimizer, loop.images(), loop.labels(dtype="int32"))
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5}[loop.task]()
+class Block(nnx.Module):
+    """A pre-LayerNorm block from Flax's pieces (Flax ships no Transformer layer): nnx.MultiHeadAttention
+    under a causal mask, and an nnx.Sequential MLP with the exact GELU."""
+
+    def __init__(self, rngs):
+        width, rate, epsilon = params["n_embd"], params["dropout"], params["layer_norm_epsilon"]
+        self.ln_1 = nnx.LayerNorm(width, epsilon=epsilon, rngs=rngs)
+        self.attention = nnx.MultiHeadAttention(params["n_head"], width, dropout_rate=rate, broadcast_dropout=False,
+                                                decode=False, rngs=rngs)
+        self.dropout = nnx.Dropout(rate, rngs=rngs)
+        self.ln_2 = nnx.LayerNorm(width, epsilon=epsilon, rngs=rngs)
+        self.mlp = nnx.Sequential(nnx.Linear(width, 4 * width, rngs=rngs), functools.partial(jax.nn.gelu, approximate=False),
+                                  nnx.Linear(4 * width, width, rngs=rngs), nnx.Dropout(rate, rngs=rngs))
+
+    def __call__(self, x):
+        x = x + self.dropout(self.attention(self.ln_1(x), is_causal=True))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nnx.Module):
+    def __init__(self, rngs):
+        self.token_embedding = nnx.Embed(params["vocabulary_size"], params["n_embd"], rngs=rngs)
+        self.position_embedding = nnx.Embed(params["block_size"], params["n_embd"], rngs=rngs)
+        self.dropout = nnx.Dropout(params["dropout"], rngs=rngs)
+        self.blocks = nnx.List([Block(rngs) for _ in range(params["n_layer"])])
+        self.ln_f = nnx.LayerNorm(params["n_embd"], epsilon=params["layer_norm_epsilon"], rngs=rngs)
+
+    def __call__(self, tokens):
+        x = self.dropout(self.token_embedding(tokens) + self.position_embedding(jax.numpy.arange(tokens.shape[-1])))
+        for block in self.blocks:
+            x = block(x)
+        return self.token_embedding.attend(self.ln_f(x))  # the head tied to the embedding
+
+
+def gpt():
+    model = GPT(nnx.Rngs(params=0, dropout=1))
+    # nanoGPT's decay group: tensors of 2+ dimensions, but not the attention's (heads, head_dim) biases.
+    decayed = functools.partial(jax.tree_util.tree_map_with_path,
+                                lambda path, p: p.ndim >= 2 and "bias" not in jax.tree_util.keystr(path))
+    optimizer = nnx.Optimizer(model, optax.chain(
+        optax.clip_by_global_norm(params["grad_clip"]),
+        optax.adamw(params["learning_rate"], b1=params["beta_1"], b2=params["beta_2"], eps=params["epsilon"],
+                    weight_decay=params["weight_decay"], mask=decayed)), wrt=nnx.Param)
+    return train(model, optimizer, *loop.windows(dtype="int32"))
+
+
+{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()

@@ -6,7 +6,7 @@ import os
 
 import clock
 
-loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before the backend is imported
+loop = clock.start(("CNN", "Inference", "RNN", "FCN5", "GPT"))  # pins the threads before the backend is imported
 BACKEND = os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import numpy as np  # noqa: E402
@@ -39,7 +39,7 @@ params = loop.params
 
 
 def train(model, optimizer, x, y):
-    # The notebooks' CNN and RNN run a sixth of the steady steps per execution (their timer
+    # The notebooks' CNN, RNN and GPT run a sixth of the steady steps per execution (their timer
     # window); torch's trainer allows only 1, and FCN5 keeps the default 1.
     multi_step = BACKEND != "torch" and loop.task != "FCN5"
     model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
@@ -126,4 +126,42 @@ def fcn5():
     return train(model, keras.optimizers.SGD(learning_rate=params["learning_rate"]), loop.images(), loop.labels())
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5}[loop.task]()
+class GPT(keras.Model):
+    """nanoGPT's shape from Keras' own layers (Keras ships no Transformer block): pre-LayerNorm
+    blocks of a causal `MultiHeadAttention` and a 4x `Dense` MLP with exact GELU, the head tied to
+    the token embedding."""
+
+    def __init__(self):
+        super().__init__()
+        width, epsilon, dropout = params["n_embd"], params["layer_norm_epsilon"], params["dropout"]
+        self.token_embedding = layers.Embedding(params["vocabulary_size"], width)
+        self.position_embedding = layers.Embedding(params["block_size"], width)
+        self.dropout = layers.Dropout(dropout)
+        self.norms = [layers.LayerNormalization(epsilon=epsilon) for _ in range(2 * params["n_layer"] + 1)]
+        self.attentions = [layers.MultiHeadAttention(params["n_head"], width // params["n_head"], dropout=dropout)
+                           for _ in range(params["n_layer"])]
+        self.residual_dropouts = [layers.Dropout(dropout) for _ in range(params["n_layer"])]
+        self.mlps = [keras.Sequential([layers.Dense(4 * width, activation="gelu"), layers.Dense(width),
+                                       layers.Dropout(dropout)]) for _ in range(params["n_layer"])]
+
+    def call(self, tokens, training=None):
+        positions = keras.ops.arange(keras.ops.shape(tokens)[1])
+        x = self.dropout(self.token_embedding(tokens) + self.position_embedding(positions), training=training)
+        for index, (attention, dropout, mlp) in enumerate(zip(self.attentions, self.residual_dropouts, self.mlps)):
+            normed = self.norms[2 * index](x)
+            x = x + dropout(attention(normed, normed, use_causal_mask=True, training=training), training=training)
+            x = x + mlp(self.norms[2 * index + 1](x), training=training)
+        return keras.ops.matmul(self.norms[-1](x), keras.ops.transpose(self.token_embedding.embeddings))
+
+
+def gpt():
+    # Keras' own AdamW (its epsilon-hat Adam step, which the notebook rewrites in PyTorch's form),
+    # decay off for biases and LayerNorm as nanoGPT, clipping by the global norm.
+    optimizer = keras.optimizers.AdamW(learning_rate=params["learning_rate"], beta_1=params["beta_1"],
+                                       beta_2=params["beta_2"], epsilon=params["epsilon"],
+                                       weight_decay=params["weight_decay"], global_clipnorm=params["grad_clip"])
+    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    return train(GPT(), optimizer, *loop.windows(dtype=np.int32))
+
+
+{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()

@@ -1,6 +1,7 @@
 """Theano + Lasagne's plain loops: one compiled `theano.function` per train step (forward,
 backward and Lasagne's update rule), called on numpy batches with its input checks off
 (`trust_input`, Theano's advice for small, fast functions), under the notebooks' Theano flags."""
+import math
 import os
 import sys
 import types
@@ -8,7 +9,7 @@ import warnings
 
 import clock
 
-loop = clock.start(("CNN", "RNN", "FCN5"))  # pins the threads before Theano is imported
+loop = clock.start(("CNN", "RNN", "FCN5", "GPT"))  # pins the threads before Theano is imported
 
 from common import paths  # noqa: E402
 
@@ -17,8 +18,10 @@ os.environ["THEANO_FLAGS"] = f"floatX=float32,blas.ldflags=-lopenblas,base_compi
 # Theano's C scan does not build on Python 3.11 (as in Lasagne_RNN): its Python scan instead.
 sys.modules["theano.scan_module.scan_perform_ext"] = None
 
+import numpy as np  # noqa: E402
 import theano  # noqa: E402
 import theano.tensor as T  # noqa: E402
+from theano.sandbox.rng_mrg import MRG_RandomStreams  # noqa: E402
 from theano.tensor.signal import pool  # noqa: E402
 
 # Lasagne 0.1 imports Theano 0.x's `downsample.max_pool_2d`: mapped onto Theano 1.0's pool_2d.
@@ -29,8 +32,8 @@ sys.modules[downsample.__name__] = theano.tensor.signal.downsample = downsample
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)
     import lasagne  # noqa: E402
-from lasagne.layers import (Conv2DLayer, DenseLayer, DropoutLayer, EmbeddingLayer, InputLayer,  # noqa: E402
-                            Layer, MaxPool2DLayer)
+from lasagne.layers import (Conv2DLayer, DenseLayer, DropoutLayer, ElemwiseSumLayer, EmbeddingLayer,  # noqa: E402
+                            InputLayer, Layer, MaxPool2DLayer, MergeLayer, ReshapeLayer)
 from lasagne.nonlinearities import rectify, sigmoid  # noqa: E402
 
 warnings.filterwarnings("ignore", message="The `image_shape` keyword argument")
@@ -120,4 +123,98 @@ def fcn5():
                  learning_rate=params["learning_rate"])
 
 
-{"CNN": cnn, "RNN": rnn, "FCN5": fcn5}[loop.task]()
+class LayerNorm(Layer):
+    """Lasagne ships no LayerNorm (nor attention, nor a Transformer): the model's pieces are its
+    own Layers, DenseLayers on (batch·time, width) rows between them."""
+
+    def __init__(self, incoming, **kwargs):
+        super().__init__(incoming, **kwargs)
+        self.scale = self.add_param(lasagne.init.Constant(1.0), self.input_shape[-1:], name="scale")
+        self.offset = self.add_param(lasagne.init.Constant(0.0), self.input_shape[-1:], name="offset")
+
+    def get_output_for(self, input, **kwargs):
+        centred = input - input.mean(axis=-1, keepdims=True)
+        return centred / T.sqrt(T.sqr(centred).mean(axis=-1, keepdims=True) + params["layer_norm_epsilon"]) * \
+            self.scale + self.offset
+
+
+class CausalAttention(MergeLayer):
+    """softmax(q kᵀ / √d) v over the future-masked scores of the fused qkv rows; input 2, the
+    tokens, gives (batch, time). Dropout on the weights, as Lasagne's DropoutLayer draws it."""
+
+    def __init__(self, incomings, **kwargs):
+        super().__init__(incomings, **kwargs)
+        self.srng = MRG_RandomStreams(lasagne.random.get_rng().randint(1, 2147462579))
+
+    def get_output_shape_for(self, input_shapes):
+        return input_shapes[0][0], input_shapes[0][1] // 3
+
+    def get_output_for(self, inputs, deterministic=False, **kwargs):
+        qkv, (batch, time) = inputs[0], inputs[1].shape
+        heads = params["n_head"]
+        size = params["n_embd"] // heads
+        qkv = qkv.reshape((batch, time, 3, heads, size)).dimshuffle(2, 0, 3, 1, 4)
+        q, k, v = (qkv[part].reshape((batch * heads, time, size)) for part in range(3))
+        scores = T.switch(T.tri(time, time, dtype="int8"), T.batched_dot(q, k.dimshuffle(0, 2, 1)) * (1.0 / math.sqrt(size)),
+                          np.float32(-np.inf))
+        weights = T.nnet.softmax(scores.reshape((-1, time))).reshape(scores.shape)
+        if not deterministic:
+            keep = 1.0 - params["dropout"]
+            weights = weights / keep * self.srng.binomial(weights.shape, p=keep, dtype=theano.config.floatX)
+        out = T.batched_dot(weights, v).reshape((batch, heads, time, size)).dimshuffle(0, 2, 1, 3)
+        return out.reshape((batch * time, params["n_embd"]))
+
+
+class AddPositions(Layer):
+    def __init__(self, incoming, **kwargs):
+        super().__init__(incoming, **kwargs)
+        self.W = self.add_param(lasagne.init.Normal(0.02), (params["block_size"], params["n_embd"]), name="W")
+
+    def get_output_for(self, input, **kwargs):
+        return input + self.W[:input.shape[1]]
+
+
+class TiedHead(Layer):
+    def __init__(self, incoming, W, **kwargs):
+        super().__init__(incoming, **kwargs)
+        self.W = self.add_param(W, W.get_value().shape, name="W")
+
+    def get_output_shape_for(self, input_shape):
+        return input_shape[0], params["vocabulary_size"]
+
+    def get_output_for(self, input, **kwargs):
+        return T.dot(input, self.W.T)
+
+
+def gpt():
+    width, dropout, init = params["n_embd"], params["dropout"], lasagne.init.Normal(0.02)
+    tokens = InputLayer((None, None))
+    embedding = EmbeddingLayer(tokens, params["vocabulary_size"], width, W=init)
+    network = DropoutLayer(ReshapeLayer(AddPositions(embedding), (-1, width)), p=dropout)
+    for _ in range(params["n_layer"]):
+        attended = CausalAttention([DenseLayer(LayerNorm(network), 3 * width, W=init, nonlinearity=None), tokens])
+        attended = DenseLayer(attended, width, W=init, nonlinearity=None)
+        network = ElemwiseSumLayer([network, DropoutLayer(attended, p=dropout)])
+        hidden = DenseLayer(LayerNorm(network), 4 * width, W=init,
+                            nonlinearity=lambda x: 0.5 * x * (1.0 + T.erf(x * math.sqrt(0.5))))
+        network = ElemwiseSumLayer([network, DropoutLayer(DenseLayer(hidden, width, W=init, nonlinearity=None), p=dropout)])
+    model = TiedHead(LayerNorm(network), embedding.W)
+    inputs, targets = T.imatrix("inputs"), T.imatrix("targets")
+    loss = lasagne.objectives.categorical_crossentropy(
+        T.nnet.softmax(lasagne.layers.get_output(model, inputs)), targets.flatten()).mean()
+    parameters = lasagne.layers.get_all_params(model, trainable=True)
+    gradients = lasagne.updates.total_norm_constraint(theano.grad(loss, parameters), params["grad_clip"], epsilon=1e-6)
+    # Lasagne's own Adam (epsilon on the uncorrected sqrt(v): the same work) with AdamW's
+    # decoupled decay added on the matrices and embeddings.
+    updates = lasagne.updates.adam(gradients, parameters, learning_rate=params["learning_rate"],
+                                   beta1=params["beta_1"], beta2=params["beta_2"], epsilon=params["epsilon"])
+    for parameter in parameters:
+        if parameter.ndim >= 2:
+            updates[parameter] -= params["learning_rate"] * params["weight_decay"] * parameter
+    train_step = theano.function([inputs, targets], loss, updates=updates)
+    train_step.trust_input = True  # the windows are exactly the inputs' types (int32, C-contiguous)
+    x, y = loop.windows(dtype=np.int32)
+    return loop.measure(lambda index: train_step(*loop.batch(index, x, y)))
+
+
+{"CNN": cnn, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()

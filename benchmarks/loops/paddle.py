@@ -6,7 +6,7 @@ import warnings
 
 import clock
 
-loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before paddle is imported
+loop = clock.start(("CNN", "Inference", "RNN", "FCN5", "GPT"))  # pins the threads before paddle is imported
 warnings.filterwarnings("ignore", message="No ccache found")
 
 import paddle  # noqa: E402
@@ -24,6 +24,7 @@ def train(model, optimizer, x, y):
 
     def step(index):
         inputs, labels = loop.batch(index, x, y)
+        # GPT's (batch, time, vocabulary) logits against (batch, time) targets: the last axis is the class.
         loss = loss_fn(model(inputs), labels)
         loss.backward()
         optimizer.step()
@@ -107,4 +108,38 @@ def fcn5():
     return train(model, optimizer, loop.images(), loop.labels())
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5}[loop.task]()
+class GPT(nn.Layer):
+    """nanoGPT's shape from Paddle's own layers: pre-LayerNorm (`normalize_before`)
+    `nn.TransformerEncoderLayer`s with exact GELU under a causal mask, no dropout after the GELU
+    (nanoGPT has none there), the head a matmul with the token embedding's weight (tied)."""
+
+    def __init__(self):
+        super().__init__()
+        width, context = params["n_embd"], params["block_size"]
+        self.token_embedding = nn.Embedding(params["vocabulary_size"], width)
+        self.position_embedding = nn.Embedding(context, width)
+        self.dropout = nn.Dropout(params["dropout"])
+        layer = nn.TransformerEncoderLayer(width, params["n_head"], 4 * width, params["dropout"], activation="gelu",
+                                           act_dropout=0.0, normalize_before=True,
+                                           layer_norm_eps=params["layer_norm_epsilon"])
+        self.blocks = nn.TransformerEncoder(layer, params["n_layer"])
+        self.ln_f = nn.LayerNorm(width, epsilon=params["layer_norm_epsilon"])
+        # Additive, as nn.Transformer.generate_square_subsequent_mask's (an instance method there).
+        self.mask = paddle.triu(paddle.full([context, context], float("-inf")), diagonal=1)
+
+    def forward(self, tokens):
+        x = self.dropout(self.token_embedding(tokens) + self.position_embedding(paddle.arange(tokens.shape[1])))
+        return paddle.matmul(self.ln_f(self.blocks(x, self.mask)), self.token_embedding.weight, transpose_y=True)
+
+
+def gpt():
+    model = GPT()
+    decayed = {p.name for p in model.parameters() if p.ndim >= 2}
+    optimizer = paddle.optimizer.AdamW(learning_rate=params["learning_rate"], beta1=params["beta_1"],
+                                       beta2=params["beta_2"], epsilon=params["epsilon"], parameters=model.parameters(),
+                                       weight_decay=params["weight_decay"], apply_decay_param_fun=lambda name: name in decayed,
+                                       grad_clip=nn.ClipGradByGlobalNorm(params["grad_clip"]))
+    return train(model, optimizer, *loop.windows())
+
+
+{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()

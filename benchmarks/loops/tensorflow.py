@@ -1,12 +1,13 @@
 """TensorFlow's plain loops, as its "Better performance with tf.function" guide writes them: the
-notebooks' models (tf.Module, tf.nn ops, Keras' GRU layer and optimisers) with one `tf.function`
-per step, traced once over the model and optimiser it closes over, without XLA (the default
-variant), batches already tensors on the device, and nothing read back until the last step."""
+notebooks' models (tf.Module, tf.nn ops, Keras' GRU layer and optimisers; GPT from Keras' own
+Transformer pieces) with one `tf.function` per step, traced once over the model and optimiser it
+closes over, without XLA (the default variant), batches already tensors on the device, and nothing
+read back until the last step."""
 import os
 
 import clock
 
-loop = clock.start(("CNN", "Inference", "RNN", "FCN5"))  # pins the threads before tensorflow is imported
+loop = clock.start(("CNN", "Inference", "RNN", "FCN5", "GPT"))  # pins the threads before tensorflow is imported
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 
 import tensorflow as tf  # noqa: E402
@@ -27,7 +28,7 @@ def on_device(*arrays):
     return [tuple(tf.identity(loop.batch(index, array)) for array in arrays) for index in range(clock.N_BATCHES)]
 
 
-def train(model, variables, optimizer, *arrays):
+def train(model, variables, optimizer, *arrays, clip=None):
     optimizer.build(variables)  # slot variables made now, not inside the traced step
     batches = on_device(*arrays)
 
@@ -36,7 +37,10 @@ def train(model, variables, optimizer, *arrays):
         with tf.GradientTape() as tape:
             logits = model(inputs)
             loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        gradients = tape.gradient(loss, variables)
+        if clip:
+            gradients, _ = tf.clip_by_global_norm(gradients, clip)
+        optimizer.apply_gradients(zip(gradients, variables))
         return loss
 
     # On a GPU, steps run asynchronously: the last loss's value waits for them all.
@@ -136,4 +140,36 @@ def fcn5():
     return train(model, kernels + biases, optimizer, loop.images(), loop.labels())
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5}[loop.task]()
+def gpt():
+    """nanoGPT's shape from the Transformer pieces TensorFlow ships, Keras' layers: pre-LayerNorm
+    blocks of `MultiHeadAttention` under its causal mask and a 4x `Dense` MLP with exact GELU, the
+    head tied to the token embedding; Keras' AdamW without decay on vectors, clipped by global norm."""
+    layers, width, epsilon, rate = tf.keras.layers, params["n_embd"], params["layer_norm_epsilon"], params["dropout"]
+    token_embedding = layers.Embedding(params["vocabulary_size"], width)
+    position_embedding = layers.Embedding(params["block_size"], width)
+    blocks = [(layers.LayerNormalization(epsilon=epsilon),
+               layers.MultiHeadAttention(params["n_head"], width // params["n_head"], dropout=rate),
+               layers.LayerNormalization(epsilon=epsilon),
+               layers.Dense(4 * width, activation="gelu"), layers.Dense(width))  # Keras' gelu: exact by default
+              for _ in range(params["n_layer"])]
+    ln_f, dropout = layers.LayerNormalization(epsilon=epsilon), layers.Dropout(rate)
+
+    def model(tokens):
+        x = dropout(token_embedding(tokens) + position_embedding(tf.range(tokens.shape[1])), training=True)
+        for ln_1, attention, ln_2, fc, projection in blocks:
+            normed = ln_1(x)
+            x = x + dropout(attention(normed, normed, use_causal_mask=True, training=True), training=True)
+            x = x + dropout(projection(fc(ln_2(x))), training=True)
+        return tf.matmul(ln_f(x), token_embedding.embeddings, transpose_b=True)
+
+    inputs, targets = loop.windows(dtype="int32")
+    model(inputs[:1])  # Keras layers make their variables on the first call
+    pieces = [token_embedding, position_embedding, ln_f] + [layer for block in blocks for layer in block]
+    variables = [variable for layer in pieces for variable in layer.trainable_variables]
+    optimizer = tf.keras.optimizers.AdamW(learning_rate=params["learning_rate"], weight_decay=params["weight_decay"],
+                                          beta_1=params["beta_1"], beta_2=params["beta_2"], epsilon=params["epsilon"])
+    optimizer.exclude_from_weight_decay([variable for variable in variables if len(variable.shape) < 2])
+    return train(model, variables, optimizer, inputs, targets, clip=params["grad_clip"])
+
+
+{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()
