@@ -5,7 +5,6 @@ Python and platform, and each selected task's data cut to the examples the profi
 (common.data_bundle), under a size limit. `run_all.py --from-bundle DIR` on the host checks the
 bundle, installs the wheels into a private folder, runs the selection on its own interpreter with
 the bundle as the only data source, and packs the results into one archive for --import-records."""
-import hashlib
 import json
 import os
 import platform
@@ -19,6 +18,7 @@ import time
 from pathlib import Path
 
 from common import data_bundle
+from common.loaders.sources import file_digest
 from common.paths import REPOSITORY_ROOT
 
 MANIFEST = "bundle.json"
@@ -104,10 +104,6 @@ def snapshot(key, n_first, n_second):
     return data_bundle.pack(data.load_real(key), n_first, n_second)
 
 
-def sha256(path):
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def folder_megabytes(folder):
     return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file()) / MEGABYTE
 
@@ -135,7 +131,7 @@ def download_wheels(frameworks, python_version, host_names, directory, log=print
         if wheel_project(path.name) in host_names or not path.name.endswith(".whl"):
             path.unlink()
         else:
-            wheels[path.name] = sha256(path)
+            wheels[path.name] = file_digest(path)
     return wheels
 
 
@@ -200,7 +196,7 @@ def make(arguments, log=print):
         "wheels": wheels, "limit_mb": arguments.bundle_limit_mb,
         "megabytes": {"wheels": round(sum((directory / WHEELS / n).stat().st_size for n in wheels) / MEGABYTE, 2),
                       "data": round(sum(entry["bytes"] for entry in files.values()) / MEGABYTE, 2)},
-        "data_manifest_sha256": sha256(directory / DATA / data_bundle.MANIFEST),
+        "data_manifest_sha256": file_digest(directory / DATA / data_bundle.MANIFEST),
         "made_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
@@ -231,14 +227,14 @@ def check(directory, frameworks=None, tasks=None, profile=None):
     if platform.machine() != manifest["machine"] or not sys.platform.startswith("linux"):
         raise BundleError(f"the bundle was made for Linux on {manifest['machine']}, this is {sys.platform} on {platform.machine()}")
     damaged = [name for name, digest in manifest["wheels"].items()
-               if not (directory / WHEELS / name).is_file() or sha256(directory / WHEELS / name) != digest]
+               if not (directory / WHEELS / name).is_file() or file_digest(directory / WHEELS / name) != digest]
     data_manifest = directory / DATA / data_bundle.MANIFEST
-    if not data_manifest.is_file() or sha256(data_manifest) != manifest["data_manifest_sha256"]:
+    if not data_manifest.is_file() or file_digest(data_manifest) != manifest["data_manifest_sha256"]:
         damaged.append(f"{DATA}/{data_bundle.MANIFEST}")
     else:
         for entry in json.loads(data_manifest.read_text())["files"].values():
             path = directory / DATA / entry["file"]
-            if not path.is_file() or sha256(path) != entry["sha256"]:
+            if not path.is_file() or file_digest(path) != entry["sha256"]:
                 damaged.append(f"{DATA}/{entry['file']}")
     if damaged:
         raise BundleError(f"the bundle {directory} is damaged: missing or corrupt {', '.join(damaged)}")
@@ -310,7 +306,7 @@ def run(arguments, argv, log=print):
     command = [sys.executable, str(REPOSITORY_ROOT / "run_all.py"), "--use-current-python",
                "--frameworks", ",".join(frameworks or manifest["frameworks"]),
                "--tasks", ",".join(tasks or manifest["tasks"]), "--profile", manifest["profile"],
-               "--accelerator", arguments.accelerator if arguments.accelerator != "auto" else "auto",
+               "--accelerator", arguments.accelerator,
                "--results-dir", str(results), "--readme", str(readme)] + passed
     log(f"[bundle] {' '.join(command[1:])}")
     child = subprocess.Popen(command, env=environment, cwd=REPOSITORY_ROOT)
