@@ -18,6 +18,7 @@ runner/bundle.py      --bundle, --from-bundle: an offline GPU host in one call
 runner/regenerate.py  --docs, and the end of every run: README tables, plots, docs/
 runner/jupyter.py     --jupyter: JupyterLab, and the papermill line for one notebook
 """
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,11 @@ def main(argv=None):
     bootstrap.ensure_runner_environment(arguments, __file__)
     bootstrap.redirect_runner_home()
     if arguments.self_test:
-        return subprocess.call([sys.executable, "-m", "pytest", "-q", str(ROOT / "tests")], cwd=ROOT)
+        # Two workers (tests/conftest.py groups the tests): most of the suite is kernels starting,
+        # imports and compilers, which leave the second of two cores idle.
+        workers = str(min(2, os.cpu_count() or 1))
+        return subprocess.call([sys.executable, "-m", "pytest", "-q", "-n", workers, "--dist", "loadgroup",
+                                str(ROOT / "tests")], cwd=ROOT)
     if arguments.jupyter is not None:
         from runner import jupyter
 

@@ -221,6 +221,11 @@ def load_characters(n_train=None, n_valid=None, data="auto"):
     return TextSet(encode(train, n_train), encode(valid, n_valid), vocabulary, kind, source)
 
 
+UNKNOWN_CHARACTER = "\ufffd"
+
+
 def decode(tokens, vocabulary):
-    """The text of a sequence of token ids."""
-    return "".join(vocabulary[int(token)] for token in tokens)
+    """The text of a sequence of token ids; an id past the text's vocabulary (the model's output
+    layer is wider, params' vocabulary_size, and an untrained model may pick one) reads as U+FFFD."""
+    return "".join(vocabulary[int(token)] if int(token) < len(vocabulary) else UNKNOWN_CHARACTER
+                   for token in tokens)

@@ -169,7 +169,7 @@ def _build_locked(name, path, log, accelerator):
             if result.returncode != 0:
                 tail = Path(f"{path}.log").read_text().splitlines()[-15:]
                 raise RuntimeError(f"building environment '{name}' failed:\n" + "\n".join(tail))
-    (path / COMPLETE_MARKER).write_text(json.dumps({
+    write_whole(path / COMPLETE_MARKER, json.dumps({
         "requirements": requirements.read_text(),
         "accelerator": accelerator,
         "seconds": round(time.monotonic() - started, 1),
@@ -224,6 +224,14 @@ def python_path():
     return os.pathsep.join([str(REPOSITORY_ROOT)] + ([extra] if extra else []))
 
 
+def write_whole(path, text):
+    """Replace `path` with `text` in one step: two runs may write or read the same kernel spec or
+    marker at once (the test suite's two workers), and neither may see it half-written."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
 def write_kernel(kernel_name, python, display_name, language="python"):
     """Register a Jupyter kernel `kernel_name` with this clone's `common` on its Python path:
     `python` itself, or for language "r" IRkernel, whose reticulate is pointed at `python`.
@@ -238,7 +246,7 @@ def write_kernel(kernel_name, python, display_name, language="python"):
     else:
         argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     spec = {"argv": argv, "display_name": display_name, "language": language, "env": env}
-    (folder / "kernel.json").write_text(json.dumps(spec, indent=1))
+    write_whole(folder / "kernel.json", json.dumps(spec, indent=1))
     return kernel_name
 
 
@@ -349,6 +357,6 @@ def install_cost(name, accelerator="cpu", remeasure=False):
         info["size_mb"] = folder_megabytes(path)
         statement = FRAMEWORK_IMPORTS.get(name)
         info["import_seconds"] = import_seconds(environment_python(path), statement) if statement else None
-        marker.write_text(json.dumps(info))
+        write_whole(marker, json.dumps(info))
     return {"build_seconds": info.get("seconds"), "size_mb": info["size_mb"],
             "import_seconds": info["import_seconds"]}

@@ -55,3 +55,8 @@ def test_the_reviews_as_text_when_they_can_be_had():
     # English text: a character's unigram entropy near 3 nats, the space and 'e' the commonest.
     assert 2.7 < -(frequencies * np.log(frequencies)).sum() < 3.4
     assert found.vocabulary[np.argmax(counts)] == " "
+
+
+def test_an_id_past_the_texts_vocabulary_decodes_as_the_replacement_character():
+    vocabulary = ["a", "b"]
+    assert data.decode([0, 1, 95, 0], vocabulary) == "ab\ufffda"
