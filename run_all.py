@@ -50,7 +50,7 @@ def main(argv=None):
         # Two workers (tests/conftest.py groups the tests): most of the suite is kernels starting,
         # imports and compilers, which leave the second of two cores idle.
         workers = str(min(2, os.cpu_count() or 1))
-        return subprocess.call([sys.executable, "-m", "pytest", "-q", "-n", workers, "--dist", "loadgroup",
+        return subprocess.call([sys.executable, "-m", "pytest", "-q", "-n", workers, "--dist", "loadscope",
                                 str(ROOT / "tests")], cwd=ROOT)
     if arguments.jupyter is not None:
         from runner import jupyter

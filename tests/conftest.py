@@ -1,5 +1,5 @@
-"""Makes the repository root importable, so tests can `import common`, and groups the tests for
-the two workers of `run_all.py --self-test` (pytest-xdist, --dist loadgroup)."""
+"""Makes the repository root importable, so tests can `import common`, and tells the two workers of
+`run_all.py --self-test` (pytest-xdist) which tests must run on the same one."""
 import sys
 from pathlib import Path
 
@@ -9,15 +9,23 @@ REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 if str(REPOSITORY_ROOT) not in sys.path:
     sys.path.insert(0, str(REPOSITORY_ROOT))
 
+# Modules whose parametrized tests start with a framework: one framework's smoke run serves all its
+# notebook tests (tests/test_notebooks.py's session fixture, which each worker has its own of).
+SPLIT_BY_FRAMEWORK = ("test_notebooks.py", "test_plain_loops.py")
 
-def pytest_collection_modifyitems(items):
-    """One group per test module, and per framework where a module's tests take one: a module's
-    tests share its fixtures and may assume none of its own processes run beside them (the
-    runner's Ctrl-C test looks for leftover kernels), and one framework's smoke run serves all of
-    its notebook tests (tests/test_notebooks.py's session fixture, which each worker has its own of)."""
-    for item in items:
-        group = item.module.__name__
-        framework = getattr(item, "callspec", None) and item.callspec.params.get("framework")
-        if framework:
-            group += f":{framework}"
-        item.add_marker(pytest.mark.xdist_group(group))
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's per-module scheduling (a module's tests share its fixtures and may assume none of its
+    own processes run beside them: the runner's Ctrl-C test looks for leftover kernels), with the
+    modules above split further by framework, so that two frameworks' smoke runs go side by side."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModuleAndFramework(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            module, _, test = nodeid.partition("::")
+            if module.endswith(SPLIT_BY_FRAMEWORK) and "[" in test:
+                return f"{module}:{test.split('[', 1)[1].split('-', 1)[0].rstrip(']')}"
+            return module
+
+    return ByModuleAndFramework(config, log)
