@@ -1,4 +1,5 @@
-"""Where the project keeps what it downloads or builds: one cache root outside the clone."""
+"""Where the project keeps what it downloads or builds: one cache root outside the clone; and a
+small file there replaced whole."""
 import os
 from pathlib import Path
 
@@ -22,3 +23,12 @@ def data_cache():
 
 def results_dir():
     return REPOSITORY_ROOT / "results"
+
+
+def write_whole(path, text):
+    """Replace `path` with `text` in one step: two runs may write or read the same small file at once
+    (a checksum sidecar, a kernel spec, an environment's marker: the test suite's two workers), and
+    neither may see it half-written."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    temporary.write_text(text)
+    os.replace(temporary, path)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from common import timing
-from common.paths import CACHE_VARIABLE, REPOSITORY_ROOT, cache_root
+from common.paths import CACHE_VARIABLE, REPOSITORY_ROOT, cache_root, write_whole
 
 ENVS_DIR = REPOSITORY_ROOT / "envs"
 COMPLETE_MARKER = ".rosetta-complete"
@@ -222,14 +222,6 @@ EXTRA_SITE_VARIABLE = "ROSETTA_EXTRA_SITE"
 def python_path():
     extra = os.environ.get(EXTRA_SITE_VARIABLE)
     return os.pathsep.join([str(REPOSITORY_ROOT)] + ([extra] if extra else []))
-
-
-def write_whole(path, text):
-    """Replace `path` with `text` in one step: two runs may write or read the same kernel spec or
-    marker at once (the test suite's two workers), and neither may see it half-written."""
-    temporary = path.with_name(f"{path.name}.{os.getpid()}")
-    temporary.write_text(text)
-    os.replace(temporary, path)
 
 
 def write_kernel(kernel_name, python, display_name, language="python"):

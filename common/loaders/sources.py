@@ -23,7 +23,7 @@ from pathlib import Path
 
 from common import data_bundle
 from common.data_choice import DataUnavailable
-from common.paths import data_cache
+from common.paths import data_cache, write_whole
 
 URL_TIMEOUT_SECONDS = 10
 # Generous: the registries answer, but some packages are large.
@@ -164,9 +164,7 @@ def derived(name, build, folder=""):
     finally:
         temporary.unlink(missing_ok=True)
     # The sidecar comes last: a crash before this line leaves a file that will be rebuilt.
-    sidecar_temporary = sidecar.with_name(f".{sidecar.name}.{os.getpid()}.part")
-    sidecar_temporary.write_text(digest + "\n")
-    os.replace(sidecar_temporary, sidecar)
+    write_whole(sidecar, digest + "\n")
     return path
 
 
