@@ -23,10 +23,12 @@ TITLES = {
 
 # The variants a notebook runs besides the default (its `variant` parameter).
 EXTRA_VARIANTS = {
-    "pytorch": {"CNN": ("compiled",), "Inference": ("compiled", "bf16")},
-    "tensorflow": {"CNN": ("xla",), "Inference": ("xla", "bf16")},
-    "keras_tf": {"CNN": ("xla",)},
-    "jax_flax": {"Inference": ("bf16",)},
+    "pytorch": {"CNN": ("compiled", "bf16"), "Inference": ("compiled", "bf16"), "RNN": ("bf16",), "FCN5": ("bf16",)},
+    "tensorflow": {"CNN": ("xla", "bf16"), "Inference": ("xla", "bf16"), "RNN": ("bf16",), "FCN5": ("bf16",)},
+    "keras_tf": {"CNN": ("xla", "bf16"), "RNN": ("bf16",), "FCN5": ("bf16",)},
+    "keras_jax": {"CNN": ("bf16",), "RNN": ("bf16",), "FCN5": ("bf16",)},
+    "keras_torch": {"CNN": ("bf16",), "RNN": ("bf16",), "FCN5": ("bf16",)},
+    "jax_flax": {"CNN": ("bf16",), "Inference": ("bf16",), "RNN": ("bf16",), "FCN5": ("bf16",)},
     "paddle": {"CNN": ("to_static",)},
 }
 

@@ -1,7 +1,13 @@
 """The harness of a notebook run: `harness.start` at the top of every notebook (it pins the threads
 before the framework is imported and reads the task's parameters), then the run's GPU choice,
 timer and `finish`, which writes the record (common.records: the record format)."""
+import os
+
 from common.records import append_record, make_record, now, show
+
+# The environment variable the runner sets, to why bf16 is not native, for a bf16 run it lets the
+# framework emulate (run_all.py --emulate-bf16).
+EMULATED_BF16 = "ROSETTA_EMULATED_BF16"
 
 
 class Run:
@@ -27,6 +33,10 @@ class Run:
         self.record_path = record_path
         # Settings the runner sweeps besides threads (MultiGPU's pipeline) are kept with the parameters.
         self.params = dict(params.get_params(task, profile), **settings)
+        # Set by the runner (--emulate-bf16) where the framework only emulates bf16: a short run for the checks.
+        self.emulated = os.environ.get(EMULATED_BF16) if frameworks.precision(variant) != "fp32" else None
+        if self.emulated and task in params.EMULATED_BF16_RUN:
+            self.params.update(params.EMULATED_BF16_RUN[task], accuracy_run=False)
         cores = probe.physical_cores()  # before pin_threads narrows what this process may use
         self.threads = probe.pin_threads(threads)
         if task in params.THREAD_SWEEP_TASKS:
@@ -34,12 +44,14 @@ class Run:
             # narrower counts train the first sweep_epochs × sweep_n_train examples, where set.
             sweep = {name: self.params.pop(f"sweep_{name}", None) for name in ("n_train", "epochs")}
             sweep = {name: value for name, value in sweep.items() if value is not None}
-            self.params["accuracy_run"] = self.threads >= cores
-            if not self.params["accuracy_run"]:
+            self.params["accuracy_run"] = self.threads >= cores and self.params.get("accuracy_run", True)
+            if not self.params["accuracy_run"] and not self.emulated:
                 self.params.update(sweep)
         self.on_gpu = False
         self.started_at = now()
         print(f"{framework} · {task} · {variant} · profile {profile} · {self.threads} thread(s)")
+        if self.emulated:
+            print(f"{self.emulated}: emulated, a short run for the checks only")
         print(self.params)
 
     def use_gpu(self, device, gpu_found):
@@ -87,11 +99,12 @@ class Run:
         target for this profile and data set goes into the checks beside the accuracy; the epoch losses
         of a task with a reference trajectory (FCN5) are held against the float32 numpy run of the same
         training (`reference.train_trajectory`)."""
-        from common import params, probe, reference
+        from common import frameworks, params, probe, reference
 
         checks = dict(checks or {})
         if self.task in reference.TRAJECTORY_TASKS:
-            checks.update(reference.train_trajectory(self.task, self.params, dataset, metrics["epoch_losses"]))
+            checks.update(reference.train_trajectory(self.task, self.params, dataset, metrics["epoch_losses"],
+                                                     frameworks.precision(self.variant)))
         target = params.quality_target(self.task, self.profile, dataset.source)
         if target is not None and self.params.get("accuracy_run", True):
             metric, _ = params.quality_metric(self.task)
@@ -100,6 +113,12 @@ class Run:
         hardware = dict(probe.hardware(probe.nvidia_accelerator() if self.on_gpu else None,
                                        threads=self.threads if threads is None else threads),
                         threads_pinned=self.threads)
+        if frameworks.precision(self.variant) != "fp32":
+            # Where the hardware lacks it the framework emulates bf16: the checks hold, the speed is not
+            # the hardware's (runner.verdict shows no figure for it).
+            hardware["bf16_native"], why = probe.bf16_native("cuda" if self.on_gpu else "cpu")
+            if why:
+                hardware["bf16_emulated"] = why
         record = make_record(
             framework=self.framework, task=self.task, variant=self.variant, profile=self.profile,
             data=dataset.data, data_source=dataset.source, hardware=hardware,

@@ -159,6 +159,16 @@ _OVERRIDES = {
 }
 
 TASKS = tuple(_FULL)
+# A bf16 variant where bf16 is not native (no AVX512_BF16, AMX or Arm BF16: run_all.py --emulate-bf16)
+# runs on the framework's software emulation, side by side one step 6.6× (PyTorch's CNN) to 42×
+# (its FCN5) slower than fp32 on an AVX2 EPYC. Its speed is not shown and its accuracy not judged, so
+# it trains only these many examples, enough for the timer's windows and its checks (training parity,
+# FCN5's trajectory), whatever the profile.
+EMULATED_BF16_RUN = {
+    "CNN": {"n_train": 128, "n_test": 64, "epochs": 1, "batch_size": 16, "warmup_steps": 1},
+    "RNN": {"n_train": 128, "n_test": 64, "epochs": 1, "batch_size": 16, "warmup_steps": 1},
+    "FCN5": {"n_train": 56, "n_test": 64, "epochs": 1, "batch_size": 8, "warmup_steps": 1, "forward_batches": 5},
+}
 # Tasks the runner times at every thread count of probe.thread_sweep() (each run in a fresh kernel).
 THREAD_SWEEP_TASKS = ("FCN5",)
 # Tasks the runner runs once per (devices, pipeline): on 1 device and on all of them ("all": every

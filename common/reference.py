@@ -47,6 +47,14 @@ PARITY_STEPS = 3
 # decay on biases and LayerNorm moves it by 1.0e-4, epsilon 1e-6 by 1.5e-4, the tanh GELU by 1.8e-4,
 # q and k swapped by 3.4e-4, a missing causal mask by 1.2e-2 (runner.broken_copies).
 TRAIN_PARITY_TOLERANCE = {"CNN": 1e-3, "RNN": 1e-4, "FCN5": 5e-4, "GPT": 1e-5}
+# A bf16 training variant's steps (mixed precision: bfloat16 matmuls and convolutions, float32
+# weights, optimiser and loss) against the same float64 steps. bf16 keeps 8 significant bits: PyTorch's
+# autocast steps differ from float64 by 5.3e-2 (CNN, 2 % of its logits' scale), 2.8e-3 (RNN, whose
+# nn.GRU autocast leaves in float32) and 2.3e-2 (FCN5), while the grossest mistakes move them by
+# 0.47-3.4 (biases reversed, momentum dropped, SGD for Adam: runner.broken_copies' bf16 copies).
+# That leaves a few times on each side, not ten (runner.margins.MIN_MARGIN); the subtle mistakes are
+# caught by the same model's fp32 steps, which a bf16 variant is held to as well (train_parity).
+BF16_TRAIN_PARITY_TOLERANCE = {"CNN": 0.2, "RNN": 0.05, "FCN5": 0.15}
 GRU_GATES = ("r", "z", "n")
 CNN_LAYERS = ("conv1", "conv2", "conv3", "conv4", "dense1", "dense2")
 FCN5_LAYERS = numpy_models.FCN5_LAYERS
@@ -259,11 +267,16 @@ def train_parity_error(task, losses, logits, adam_form="paper"):
     return float(max(np.abs(losses - expected_losses).max(), np.abs(logits - expected_logits).max()))
 
 
-def train_parity(task, losses, logits):
+def train_parity(task, losses, logits, bf16=None):
     """The record's training-parity checks, printed as well. For Adam (RNN) the framework's steps
     are held to whichever of Adam's two published forms it implements (common.numpy_models: the
     paper's Algorithm 1 or its "efficient" form), recorded as `adam_form`. On the parity batch the two
-    differ by 1.8e-4 (the embedding rows the padded steps barely reach): beyond the bound."""
+    differ by 1.8e-4 (the embedding rows the padded steps barely reach): beyond the bound.
+
+    A bf16 variant passes the same steps of its model with mixed precision off as `losses` and
+    `logits` (held to the fp32 bound, which the subtle mistakes cross), and its bf16 steps as `bf16`,
+    (losses, logits), held to BF16_TRAIN_PARITY_TOLERANCE: bf16's rounding, which only the gross
+    mistakes and the bf16 path's own (weights or loss kept in bf16) cross."""
     forms = numpy_models.ADAM_FORMS if task == "RNN" else ("paper",)
     errors = {form: train_parity_error(task, losses, logits, form) for form in forms}
     form = min(errors, key=errors.get)
@@ -272,8 +285,22 @@ def train_parity(task, losses, logits):
               "train_parity_steps": PARITY_STEPS}
     if task == "RNN":
         checks["adam_form"] = form
+    if bf16 is not None:
+        checks["bf16_train_parity_max_abs_error"] = train_parity_error(task, *bf16, form)
+        checks["bf16_train_parity_tolerance"] = BF16_TRAIN_PARITY_TOLERANCE[task]
     print("training parity:", checks)
     return checks
+
+
+def parity_checks(task, variant, parity_steps, layout="NCHW"):
+    """train_parity's checks of a notebook's `parity_steps(x, y, bf16)`: PARITY_STEPS steps of its
+    own training step from parity_weights on the parity batch (x, y, numpy, in `layout`), returning
+    (losses, logits). Run in fp32 and, for a bf16 variant, in bf16 too."""
+    from common.frameworks import precision
+
+    x, y = parity_batch(task, layout=layout)
+    bf16 = parity_steps(x, y, bf16=True) if precision(variant) == "bf16" else None
+    return train_parity(task, *parity_steps(x, y, bf16=False), bf16=bf16)
 
 
 # ---- FCN5's whole training run. FCN5 has no dropout: from initial_weights, in common.batches'
@@ -285,6 +312,10 @@ TRAJECTORY_TASKS = ("FCN5",)
 # 9e-7 in every framework's smoke run (32 steps); a learning rate off by 10 % moves them by more
 # than the bound (tests/test_reference.py).
 TRAIN_TRAJECTORY_TOLERANCE = 1e-4
+# A bf16 variant's whole run (mixed precision) against the same float32 numpy run: 3.7e-3 for
+# PyTorch's autocast, 1.6e-2 for Keras on PyTorch (emulated short runs); a learning rate 10 % off
+# moves the smoke run by 0.36.
+BF16_TRAIN_TRAJECTORY_TOLERANCE = 5e-2
 
 
 def training_trajectory(task, params, dataset):
@@ -323,14 +354,15 @@ def training_trajectory(task, params, dataset):
     return epoch_losses
 
 
-def train_trajectory(task, params, dataset, epoch_losses):
+def train_trajectory(task, params, dataset, epoch_losses, precision="fp32"):
     """The record's trajectory checks, printed as well: the notebook's epoch-mean training losses
-    against the float32 numpy run of the same training."""
+    against the float32 numpy run of the same training (a bf16 variant's within bf16's rounding)."""
     expected = training_trajectory(task, params, dataset)
     if len(epoch_losses) != len(expected):
         raise ValueError(f"{len(epoch_losses)} epoch losses, expected {len(expected)}")
     error = float(np.abs(np.asarray(epoch_losses, dtype=np.float64) - np.asarray(expected)).max())
-    checks = {"train_trajectory_max_abs_error": error, "train_trajectory_tolerance": TRAIN_TRAJECTORY_TOLERANCE,
+    tolerance = TRAIN_TRAJECTORY_TOLERANCE if precision == "fp32" else BF16_TRAIN_TRAJECTORY_TOLERANCE
+    checks = {"train_trajectory_max_abs_error": error, "train_trajectory_tolerance": tolerance,
               "reference_epoch_losses": expected}
     print("training trajectory:", checks)
     return checks

@@ -89,6 +89,12 @@ def parse_arguments(argv):
                         help="all (default): also run each notebook's variants (torch.compile, "
                              "XLA, bf16, …) as rows of their own; default: the plain fp32 run only; "
                              "a variant's name: that variant only, in the notebooks that have it")
+    parser.add_argument("--emulate-bf16", action="store_true",
+                        help="run the bf16 variants even where bf16 is not native (no AVX512_BF16, "
+                             "AMX or Arm BF16; a GPU before compute capability 8.0): the framework "
+                             "emulates it, so the checks hold but the speed is not the hardware's; "
+                             "the record says so and the tables show no figure for it (default: "
+                             "such a variant is recorded as skipped)")
     parser.add_argument("--repeat", type=positive_number(), default=1, metavar="N",
                         help="run each notebook N times, each in a fresh kernel, the whole "
                              "selection once before the next round; the tables show the median "

@@ -166,6 +166,34 @@ def parity_copies():
             for task, copy, error in found]
 
 
+def _reversed_biases(task):
+    from common import reference
+
+    return {name: value[::-1].copy() if value.ndim == 1 else value for name, value in reference.parity_weights(task).items()}
+
+
+def bf16_copies():
+    """[(check, copy, error, bound)] of the bf16 training parity and trajectory: the gross mistakes
+    (every bias vector reversed, the optimiser wrong), which bf16's rounding must not hide; the
+    subtle ones are the fp32 parity's, which a bf16 variant passes as well."""
+    from common import numpy_models, reference
+    from common.params import get_params
+
+    cnn, rnn, fcn5 = (get_params(task) for task in ("CNN", "RNN", "FCN5"))
+    found = [(task, "every bias vector reversed", _parity_error(task, _reversed_biases(task))) for task in ("CNN", "RNN", "FCN5")]
+    optimisers = [
+        ("CNN", "no momentum", lambda w, g, s: numpy_models.sgd(w, g, s, cnn["learning_rate"])),
+        ("CNN", "learning rate 10× too high", lambda w, g, s: numpy_models.sgd(w, g, s, 10 * cnn["learning_rate"], cnn["momentum"])),
+        ("RNN", "SGD instead of Adam", lambda w, g, s: numpy_models.sgd(w, g, s, rnn["learning_rate"])),
+        ("FCN5", "no momentum", lambda w, g, s: numpy_models.sgd(w, g, s, fcn5["learning_rate"])),
+    ]
+    found += [(task, copy, _parity_error(task, reference.parity_weights(task), optimiser)) for task, copy, optimiser in optimisers]
+    copies = [(f"training parity (bf16), {task}", copy, error, reference.BF16_TRAIN_PARITY_TOLERANCE[task])
+              for task, copy, error in found]
+    return copies + [("FCN5 trajectory (bf16)", copy, error, reference.BF16_TRAIN_TRAJECTORY_TOLERANCE)
+                     for _, copy, error, _ in trajectory_copies()]
+
+
 def to_bfloat16(array):
     """float64 values of `array` rounded to bfloat16 (8 significant bits, round to nearest even)."""
     bits = np.asarray(array, dtype=np.float32).view(np.uint32).astype(np.uint64)
@@ -231,4 +259,4 @@ def trajectory_copies():
 
 
 def numpy_copies():
-    return parity_copies() + feature_copies() + trajectory_copies()
+    return parity_copies() + feature_copies() + trajectory_copies() + bf16_copies()

@@ -10,8 +10,13 @@ from common.records import append_record, read_records
 from runner import verdict
 
 BROKEN_COPIES_FILE = "broken_copies.jsonl"
-MIN_MARGIN = {"MultiGPU equivalence": 100}
 DEFAULT_MIN_MARGIN = 10
+# bf16 keeps 8 significant bits: a correct run's three steps already differ from float64 by a few
+# per cent of the logits, the grossest mistakes by tens of per cent (common.reference), which leaves
+# a few times on each side; the subtle mistakes are the fp32 parity's, which a bf16 variant passes too.
+BF16_MIN_MARGIN = 3
+MIN_MARGIN = {"MultiGPU equivalence": 100, "FCN5 trajectory (bf16)": BF16_MIN_MARGIN,
+              **{f"training parity (bf16), {task}": BF16_MIN_MARGIN for task in ("CNN", "RNN", "FCN5")}}
 
 # check name: (task, the record's error field, which records: a predicate on the record)
 CHECKS = {
@@ -19,7 +24,11 @@ CHECKS = {
     "training parity, RNN": ("RNN", "train_parity_max_abs_error", None),
     "training parity, FCN5": ("FCN5", "train_parity_max_abs_error", None),
     "training parity, GPT": ("GPT", "train_parity_max_abs_error", None),
-    "FCN5 trajectory": ("FCN5", "train_trajectory_max_abs_error", None),
+    "training parity (bf16), CNN": ("CNN", "bf16_train_parity_max_abs_error", None),
+    "training parity (bf16), RNN": ("RNN", "bf16_train_parity_max_abs_error", None),
+    "training parity (bf16), FCN5": ("FCN5", "bf16_train_parity_max_abs_error", None),
+    "FCN5 trajectory": ("FCN5", "train_trajectory_max_abs_error", lambda record: precision(record.get("variant")) == "fp32"),
+    "FCN5 trajectory (bf16)": ("FCN5", "train_trajectory_max_abs_error", lambda record: precision(record.get("variant")) != "fp32"),
     # Every variant's model in fp32: a bf16 variant's own since it records its bf16 features apart.
     "feature parity": ("Inference", "feature_max_abs_error",
                        lambda record: precision(record.get("variant")) == "fp32"
@@ -74,7 +83,8 @@ def markdown(all_records, broken):
              "framework, variant and machine in the records) and the smallest error a deliberately broken copy "
              "produced (`runner/broken_copies.py`: the numpy reference with one mistake, or a MultiGPU notebook "
              "with its engine broken, run by `benchmarks/broken_copies.py`). A bound must sit at least "
-             f"{DEFAULT_MIN_MARGIN}× from both ({MIN_MARGIN['MultiGPU equivalence']}× for the equivalence check).", "",
+             f"{DEFAULT_MIN_MARGIN}× from both ({MIN_MARGIN['MultiGPU equivalence']}× for the equivalence check, "
+             f"{BF16_MIN_MARGIN}× for the bf16 ones: bf16's rounding leaves no more).", "",
              "| check | bound | largest error, correct | below the bound | smallest error, broken | above the bound |",
              "| --- | --- | --- | --- | --- | --- |"]
     for check, bound, correct, copy in rows(all_records, broken):

@@ -166,7 +166,8 @@ class NotebookRunner:
                 parameters["variant"] = variant
             papermill_began = time.monotonic()
             try:
-                outcome = self.run_papermill(notebook, executed, kernel, parameters, log_path, staging)
+                outcome = self.run_papermill(notebook, executed, kernel, parameters, log_path, staging,
+                                             self.emulation(variant))
             except KeyboardInterrupt:
                 record = self.failed_record(framework, task, variant, threads, "interrupted (Ctrl-C)", started_at,
                                             settings=settings)
@@ -204,7 +205,17 @@ class NotebookRunner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         return name, out_dir / f"{name}.ipynb", log_path
 
-    def run_papermill(self, notebook, executed, kernel, parameters, log_path, staging):
+    def emulation(self, variant):
+        """{harness.EMULATED_BF16: why} for a bf16 variant that --emulate-bf16 lets run where bf16 is
+        not native (the notebook then trains a short run for its checks), else {}."""
+        from common import harness, probe
+
+        if variant != "bf16" or not getattr(self.arguments, "emulate_bf16", False):
+            return {}
+        native, why = probe.bf16_native(self.accelerator)
+        return {} if native else {harness.EMULATED_BF16: why}
+
+    def run_papermill(self, notebook, executed, kernel, parameters, log_path, staging, environment=None):
         """Execute the notebook in its own process group (so that a hang can be killed with its
         kernel); return papermill's outcome ({"ok": …} from runner.execute), {"timeout": True}
         when it had to be stopped, or {"ok": False} when it died without saying."""
@@ -217,7 +228,8 @@ class NotebookRunner:
                    "--status", str(status_path)]
         with open(log_path, "w") as log:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPOSITORY_ROOT,
-                                       start_new_session=True, env=environments.papermill_environment())
+                                       start_new_session=True,
+                                       env=dict(environments.papermill_environment(), **(environment or {})))
             try:
                 process.wait(timeout=self.arguments.timeout + 60)
             except subprocess.TimeoutExpired:
@@ -248,9 +260,9 @@ class NotebookRunner:
 
         if self.accelerator != "cpu" and framework.environment in environments.NO_GPU_BUILD:
             return environments.NO_GPU_BUILD[framework.environment]
-        if variant == "bf16":
+        if variant == "bf16" and not getattr(self.arguments, "emulate_bf16", False):
             native, why = probe.bf16_native(self.accelerator)
-            return None if native else why
+            return None if native else f"{why}; --emulate-bf16 runs it for its checks"
         return None
 
     def finish_record(self, record, executed, kernel, began, threads, settings=None, repeat=1):

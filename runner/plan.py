@@ -16,13 +16,16 @@ class PlannedRun(NamedTuple):
     settings: dict
 
 
-def thread_counts(task, arguments, threads):
+def thread_counts(task, arguments, threads, variant=DEFAULT_VARIANT):
     """A THREAD_SWEEP_TASKS task (FCN5) runs at 1, 2, 4, … threads up to the physical cores, each
     in a fresh kernel (most frameworks size their pools at import), unless --threads names one
-    count; every other task runs on `threads`."""
+    count or the variant is a bf16 one emulated here (its speed means nothing: one run for its
+    checks); every other task runs on `threads`."""
     from common import probe
 
-    if task in THREAD_SWEEP_TASKS and not arguments.threads:
+    emulated = variant == "bf16" and getattr(arguments, "emulate_bf16", False) and not probe.bf16_native(
+        getattr(arguments, "accelerator", "cpu"))[0]
+    if task in THREAD_SWEEP_TASKS and not arguments.threads and not emulated:
         return probe.thread_sweep()
     return [threads]
 
@@ -60,7 +63,7 @@ def plan_runs(arguments, threads, records_path, hardware_label):
                 chosen = variants(framework, task) if arguments.variants == "all" else tuple(
                     variant for variant in variants(framework, task) if variant == arguments.variants)
                 planned.extend(PlannedRun(framework, task, variant, notebook, count, settings)
-                               for variant in chosen for count in thread_counts(task, arguments, threads)
+                               for variant in chosen for count in thread_counts(task, arguments, threads, variant)
                                for settings in settings_for(task, arguments))
             elif len(arguments.tasks) < len(TASKS) or task in framework.tasks:
                 print(f"[run] {framework.title} {task}: no notebook {notebook.name}, skipped")

@@ -32,6 +32,9 @@ REQUIRED_CHECKS = {
     "GPT": ("train_parity_max_abs_error", "quality_target"),
 }
 
+# The verdict on a bf16 run whose checks passed where bf16 is not native (harness.finish records it).
+EMULATED = "emulated: bf16 not native here (checks passed)"
+
 # The task's headline figure, then the extra figures a cell shows beside it.
 HEADLINES = {
     "CNN": ("images_per_second", "img/s"),
@@ -119,12 +122,16 @@ def validity(record):
     value = _number(metrics.get(headline))
     if headline and (value is None or not math.isfinite(value) or value <= 0):
         return False, f"invalid: no {headline}"
+    if record.get("hardware", {}).get("bf16_native") is False:
+        # Its checks passed, but the framework emulated bf16 (run_all.py --emulate-bf16): no speed to show.
+        return False, EMULATED
     return True, ""
 
 
 def accuracy_judged(record):
-    """Accuracy is judged on a run meant to reach a target: not a thread sweep's timing runs, nor a
-    profile whose parameters set none (FCN5's smoke run)."""
+    """Accuracy is judged on a run meant to reach a target: not a thread sweep's timing runs nor an
+    emulated bf16 run's short one (accuracy_run False), nor a profile whose parameters set none
+    (FCN5's smoke run)."""
     return record.get("params", {}).get("accuracy_run", True) is not False and has_target(record) is not False
 
 
@@ -132,11 +139,13 @@ def required_checks(record):
     """The checks this record must carry (REQUIRED_CHECKS, and what its variant and settings add)."""
     task, metrics = record.get("task"), record.get("metrics", {})
     required = REQUIRED_CHECKS.get(task, ())
+    if not accuracy_judged(record):
+        required = tuple(check for check in required if check != "quality_target")  # an emulated bf16 run's
     if task in THREAD_SWEEP_TASKS and accuracy_judged(record):
         required += ("quality_target",)
-    if task == "Inference" and variant_precision(record.get("variant")) != "fp32":
-        # Its feature parity is of its model in fp32; its own features are held to their rounding.
-        required += ("bf16_feature_relative_error",)
+    if variant_precision(record.get("variant")) != "fp32":
+        # Its parity is of its model in fp32; its own features or steps are held to their rounding.
+        required += ("bf16_feature_relative_error",) if task == "Inference" else ("bf16_train_parity_max_abs_error",)
     if task in DEVICE_SWEEP_TASKS and metrics.get("devices") == 1:
         required = ()  # a 1-device run exercises no engine: the runs on several devices check it
     return required
@@ -161,7 +170,9 @@ def bounds():
     from common import densenet, numpy_resnet, reference
 
     found = {f"training parity, {task}": bound for task, bound in reference.TRAIN_PARITY_TOLERANCE.items()}
+    found.update({f"training parity (bf16), {task}": bound for task, bound in reference.BF16_TRAIN_PARITY_TOLERANCE.items()})
     found["FCN5 trajectory"] = reference.TRAIN_TRAJECTORY_TOLERANCE
+    found["FCN5 trajectory (bf16)"] = reference.BF16_TRAIN_TRAJECTORY_TOLERANCE
     found["feature parity"] = numpy_resnet.FEATURE_TOLERANCE
     found["bf16 features"] = numpy_resnet.BF16_FEATURE_TOLERANCE
     found["MultiGPU equivalence"] = densenet.UPDATE_TOLERANCE

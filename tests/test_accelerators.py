@@ -278,4 +278,4 @@ def test_a_bf16_variant_runs_only_on_a_gpu_that_computes_bf16(tmp_path, compute_
         assert by_variant["bf16"]["status"] == "ok"
     else:
         assert (by_variant["bf16"]["status"], by_variant["bf16"]["reason"]) == (
-            "skipped", "bf16 not native on this GPU (compute capability 7.0 < 8.0)")
+            "skipped", "bf16 not native on this GPU (compute capability 7.0 < 8.0); --emulate-bf16 runs it for its checks")

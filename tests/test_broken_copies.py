@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from runner import broken_copies, margins, report
+from common import reference
+from runner import broken_copies, margins, report, verdict
 
 # The smallest margin above the bound a broken copy must keep (runner.margins).
 NEEDED = {"MultiGPU equivalence": 100}
@@ -22,6 +23,21 @@ def test_every_training_copy_breaks_its_check_by_ten_times_its_bound(trajectory_
                       "FCN5 trajectory"}
     for check, copy, error, bound in trajectory_and_parity:
         assert error >= 10 * bound, f"{check}: {copy}: {error:.3g} is within 10× of the bound {bound}"
+
+
+def test_the_bf16_training_bounds_stay_clear_of_the_gross_mistakes():
+    """bf16's bounds are wide (its rounding moves three steps by a few per cent), yet reversed
+    biases and a wrong optimiser still land at least BF16_MIN_MARGIN times beyond them; the subtle
+    mistakes are held to the fp32 bound by the bf16 variant's own fp32 steps."""
+    found = broken_copies.bf16_copies()
+    assert {check for check, _, _, _ in found} == {"training parity (bf16), CNN", "training parity (bf16), RNN",
+                                                   "training parity (bf16), FCN5", "FCN5 trajectory (bf16)"}
+    for check, copy, error, bound in found:
+        assert bound == verdict.bounds()[check]
+        assert error >= margins.MIN_MARGIN[check] * bound, f"{check}: {copy}: {error:.3g} is within the margin of {bound}"
+    # Wider than the fp32 bound it sits beside, and still narrower than every fp32 copy of the same gross mistake.
+    for task in ("CNN", "RNN", "FCN5"):
+        assert reference.BF16_TRAIN_PARITY_TOLERANCE[task] > 100 * reference.TRAIN_PARITY_TOLERANCE[task]
 
 
 def test_the_feature_checks_catch_a_wrong_model_and_a_wrong_cast():
