@@ -48,13 +48,14 @@ PARITY_STEPS = 3
 # q and k swapped by 3.4e-4, a missing causal mask by 1.2e-2 (runner.broken_copies).
 TRAIN_PARITY_TOLERANCE = {"CNN": 1e-3, "RNN": 1e-4, "FCN5": 5e-4, "GPT": 1e-5}
 # A bf16 training variant's steps (mixed precision: bfloat16 matmuls and convolutions, float32
-# weights, optimiser and loss) against the same float64 steps. bf16 keeps 8 significant bits: PyTorch's
-# autocast steps differ from float64 by 5.3e-2 (CNN, 2 % of its logits' scale), 2.8e-3 (RNN, whose
-# nn.GRU autocast leaves in float32) and 2.3e-2 (FCN5), while the grossest mistakes move them by
-# 0.47-3.4 (biases reversed, momentum dropped, SGD for Adam: runner.broken_copies' bf16 copies).
-# That leaves a few times on each side, not ten (runner.margins.MIN_MARGIN); the subtle mistakes are
-# caught by the same model's fp32 steps, which a bf16 variant is held to as well (train_parity).
-BF16_TRAIN_PARITY_TOLERANCE = {"CNN": 0.2, "RNN": 0.05, "FCN5": 0.15}
+# weights, optimiser and loss) against the same float64 steps. bf16 keeps 8 significant bits: the six
+# frameworks' bf16 steps (emulated, AVX2 EPYC) differ from float64 by 4.5e-2-6.0e-2 (CNN, 2 % of its
+# logits' scale), 1.6e-3-7.0e-3 (RNN; PyTorch's autocast leaves nn.GRU in float32) and 2.0e-2-7.7e-2
+# (FCN5), while the grossest mistakes move them by 0.47-3.4 (biases reversed, momentum dropped, SGD
+# for Adam: runner.broken_copies' bf16 copies). That leaves a few times on each side, not ten
+# (runner.margins.BF16_MIN_MARGIN); the subtle mistakes are caught by the same model's fp32 steps,
+# which a bf16 variant is held to as well (train_parity).
+BF16_TRAIN_PARITY_TOLERANCE = {"CNN": 0.2, "RNN": 0.05, "FCN5": 0.3}
 GRU_GATES = ("r", "z", "n")
 CNN_LAYERS = ("conv1", "conv2", "conv3", "conv4", "dense1", "dense2")
 FCN5_LAYERS = numpy_models.FCN5_LAYERS
@@ -312,10 +313,10 @@ TRAJECTORY_TASKS = ("FCN5",)
 # 9e-7 in every framework's smoke run (32 steps); a learning rate off by 10 % moves them by more
 # than the bound (tests/test_reference.py).
 TRAIN_TRAJECTORY_TOLERANCE = 1e-4
-# A bf16 variant's whole run (mixed precision) against the same float32 numpy run: 3.7e-3 for
-# PyTorch's autocast, 1.6e-2 for Keras on PyTorch (emulated short runs); a learning rate 10 % off
-# moves the smoke run by 0.36.
-BF16_TRAIN_TRAJECTORY_TOLERANCE = 5e-2
+# A bf16 variant's whole run (mixed precision) against the same float32 numpy run: 4.1e-3 (PyTorch)
+# to 3.2e-2 (TensorFlow, Keras on TF) in the emulated short runs; a learning rate 10 % off moves the
+# smoke run by 0.36.
+BF16_TRAIN_TRAJECTORY_TOLERANCE = 0.1
 
 
 def training_trajectory(task, params, dataset):

@@ -272,8 +272,22 @@ def resolve_requirements(name, accelerator="cuda", python=sys.executable):
     """Resolve a build's requirements as pip would on a Linux x86_64 host with this Python, without
     installing or downloading any package (pip reads the wheels' metadata files only, and ignores
     this machine's pip configuration). Returns {package: version}; raises RuntimeError with pip's
-    words when something does not resolve."""
-    requirements = _listed(requirements_file(name, accelerator))
+    words when something does not resolve. A resolution is kept in the cache, keyed like the
+    environments by the requirements file's hash (and the Python version): minutes of registry
+    queries a second time otherwise."""
+    path = requirements_file(name, accelerator)
+    key = hashlib.sha256(path.read_bytes() + f"{sys.version_info[:2]} {MANYLINUX_X86_64}".encode()).hexdigest()[:12]
+    kept = cache_root() / "resolutions" / f"{name}.{accelerator}-{key}.json"
+    if kept.exists():
+        return json.loads(kept.read_text())
+    resolved = _resolve(path, python)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    write_whole(kept, json.dumps(resolved, sort_keys=True))
+    return resolved
+
+
+def _resolve(path, python):
+    requirements = _listed(path)
     binary = [line for line in requirements if _requirement_name(line) not in SOURCE_ONLY]
     resolved = {}
     with tempfile.TemporaryDirectory(prefix="rosetta-resolve-") as folder:
@@ -286,7 +300,7 @@ def resolve_requirements(name, accelerator="cuda", python=sys.executable):
             command += ["--platform", platform_tag]
         result = subprocess.run(command + binary, capture_output=True, text=True)
         if result.returncode != 0:
-            raise RuntimeError(f"{requirements_file(name, accelerator).name} does not resolve:\n"
+            raise RuntimeError(f"{path.name} does not resolve:\n"
                                + result.stderr.strip()[-1500:])
         for item in json.loads(Path(f"{folder}/report.json").read_text())["install"]:
             resolved[item["metadata"]["name"].lower()] = item["metadata"]["version"]

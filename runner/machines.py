@@ -151,8 +151,10 @@ def machine_page(machine, records, plot_paths, link, costs=None, loops=None):
     if hardware.get("gpu_count"):
         facts.append(f"GPU: {hardware.get('gpu_name')} × {hardware['gpu_count']}")
     for precision in ("fp32", "bf16"):
-        if precision in peak:
+        if peak.get(precision):  # None: not native here (common.peak measures no emulated bf16 peak)
             facts.append(f"{precision} peak: {peak[precision]['gflops']:.0f} GFLOP/s ({peak[precision].get('source', '')})")
+        elif precision in peak:
+            facts.append(f"{precision}: not native")
     runs = sorted({record.get("started_at", "")[:10] for record in records})
     records = shown
     parts = [f"# Results on {machine}", "",

@@ -75,8 +75,9 @@ def vocabulary_of_training(code, member):
     else:
         # GPT draws windows at seeded offsets (nanoGPT's batches) where the others walk epochs.
         order = f"batches{member}window_offsets" if f"batches{member}window_offsets" in code else f"batches{member}epoch_batches"
-        calls = (f"reference{member}initial_weights", f"reference{member}parity_weights",
-                 f"reference{member}train_parity", order)
+        # Parity through train_parity, or parity_checks where a bf16 variant runs the steps twice.
+        parity = f"reference{member}parity_checks" if f"reference{member}parity_checks" in code else f"reference{member}train_parity"
+        calls = (f"reference{member}initial_weights", f"reference{member}parity_weights", parity, order)
     for call in calls:
         assert call in code, call
     assert not re.search(r"\b(generator|rng)\b.*\)\s*:", code), "the batch order comes from common.batches"

@@ -76,3 +76,10 @@ def test_each_machine_has_a_page_and_the_index_counts_its_runs(tmp_path):
     assert page.startswith("# Results on Test CPU") and "**300** img/s" in page and "Other CPU" not in page
     assert "[**300**][pytorch-CNN]" in readme.read_text()
     assert regenerate.stale_files(results, readme, Path(__file__).resolve().parent.parent / "notebooks") == []
+
+
+def test_a_machine_without_native_bf16_has_a_page_that_says_so():
+    """common.peak measures no bf16 peak where bf16 is emulated (hardware.peak["bf16"] is None)."""
+    made = record(hardware=dict(CPU, peak={"fp32": {"gflops": 120.0, "source": "numpy GEMM 2048²"}, "bf16": None}))
+    page = machines.machine_page(machines.machine_of(made), [made], {}, str)
+    assert "fp32 peak: 120 GFLOP/s (numpy GEMM 2048²)" in page and "bf16: not native" in page

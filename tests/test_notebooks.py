@@ -24,6 +24,9 @@ UNITS = {"CNN": "images", "RNN": "sequences", "FCN5": "images"}
 # is two gloo processes; the other frameworks' smoke runs take all devices from disk only (each
 # setting compiles DenseNet-121 afresh, minutes in JAX and TensorFlow).
 FULL_DEVICE_SWEEP = ("pytorch",)
+# FCN5's thread sweep (a run per count, each pinned) runs for the engines with thread pools of their
+# own; Keras 3 runs on three of them, and Chainer and Lasagne on numpy's BLAS: they run on every core only.
+FULL_THREAD_SWEEP = ("pytorch", "tensorflow", "jax_flax", "gluon", "paddle")
 
 
 def run(folder, framework, tasks, data, *extra):
@@ -55,6 +58,8 @@ def smoke_record(tmp_path_factory):
         if framework not in runs:
             folder = tmp_path_factory.mktemp(framework)
             sweep = () if framework in FULL_DEVICE_SWEEP else ("--devices", "all", "--pipelines", "disk")
+            if framework not in FULL_THREAD_SWEEP:
+                sweep += ("--threads", str(probe.physical_cores()))
             # bf16 variants run on every machine: emulated where bf16 is not native, for their checks.
             runs[framework] = run(folder, framework, RUNNABLE[framework].tasks, "synthetic", "--emulate-bf16", *sweep)[1]
         if every_thread_count:
@@ -150,7 +155,8 @@ def test_threads_are_pinned_and_read_back(smoke_record, framework, task, variant
     assert int(hardware["thread_settings"]["OMP_NUM_THREADS"]) in shares
 
 
-@pytest.mark.parametrize("framework", [framework for framework, task, _ in RUNS if task == "FCN5"])
+@pytest.mark.parametrize("framework", [framework for framework, task, variant in RUNS
+                                       if task == "FCN5" and variant == DEFAULT_VARIANT and framework in FULL_THREAD_SWEEP])
 def test_fcn5_runs_once_per_thread_count_and_times_every_mini_batch(smoke_record, framework):
     """The runner's thread sweep: one run per count in probe.thread_sweep(), each pinned and read
     back at that count, each keeping its own executed notebook; the timer keeps one window per
