@@ -116,9 +116,7 @@ class Run:
         if frameworks.precision(self.variant) != "fp32":
             # Where the hardware lacks it the framework emulates bf16: the checks hold, the speed is not
             # the hardware's (runner.verdict shows no figure for it).
-            hardware["bf16_native"], why = probe.bf16_native("cuda" if self.on_gpu else "cpu")
-            if why:
-                hardware["bf16_emulated"] = why
+            hardware["bf16_native"], _ = probe.bf16_native("cuda" if self.on_gpu else "cpu")
         record = make_record(
             framework=self.framework, task=self.task, variant=self.variant, profile=self.profile,
             data=dataset.data, data_source=dataset.source, hardware=hardware,

@@ -272,15 +272,13 @@ def resolve_requirements(name, accelerator="cuda", python=sys.executable):
     """Resolve a build's requirements as pip would on a Linux x86_64 host with this Python, without
     installing or downloading any package (pip reads the wheels' metadata files only, and ignores
     this machine's pip configuration). Returns {package: version}; raises RuntimeError with pip's
-    words when something does not resolve. A resolution is kept in the cache, keyed like the
-    environments by the requirements file's hash (and the Python version): minutes of registry
+    words when something does not resolve. A resolution is kept in the cache under the environment's
+    own hash (environment_hash: its requirement files and the Python version): minutes of registry
     queries a second time otherwise."""
-    path = requirements_file(name, accelerator)
-    key = hashlib.sha256(path.read_bytes() + f"{sys.version_info[:2]} {MANYLINUX_X86_64}".encode()).hexdigest()[:12]
-    kept = cache_root() / "resolutions" / f"{name}.{accelerator}-{key}.json"
+    kept = cache_root() / "resolutions" / f"{name}.{accelerator}-{environment_hash(name, accelerator)}.json"
     if kept.exists():
         return json.loads(kept.read_text())
-    resolved = _resolve(path, python)
+    resolved = _resolve(requirements_file(name, accelerator), python)
     kept.parent.mkdir(parents=True, exist_ok=True)
     write_whole(kept, json.dumps(resolved, sort_keys=True))
     return resolved

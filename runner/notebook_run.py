@@ -15,7 +15,7 @@ from pathlib import Path
 from common.params import THREAD_SWEEP_TASKS
 from common.paths import REPOSITORY_ROOT
 from runner.frameworks import DEFAULT_VARIANT
-from runner.plan import settings_slug
+from runner.plan import bf16_not_native, settings_slug
 from runner.regenerate import relative
 
 
@@ -208,12 +208,10 @@ class NotebookRunner:
     def emulation(self, variant):
         """{harness.EMULATED_BF16: why} for a bf16 variant that --emulate-bf16 lets run where bf16 is
         not native (the notebook then trains a short run for its checks), else {}."""
-        from common import harness, probe
+        from common import harness
 
-        if variant != "bf16" or not getattr(self.arguments, "emulate_bf16", False):
-            return {}
-        native, why = probe.bf16_native(self.accelerator)
-        return {} if native else {harness.EMULATED_BF16: why}
+        why = bf16_not_native(self.arguments, variant)
+        return {harness.EMULATED_BF16: why} if why and self.arguments.emulate_bf16 else {}
 
     def run_papermill(self, notebook, executed, kernel, parameters, log_path, staging, environment=None):
         """Execute the notebook in its own process group (so that a hang can be killed with its
@@ -255,14 +253,13 @@ class NotebookRunner:
     def why_not_here(self, framework, variant):
         """Why this framework's variant cannot run on this host's accelerator, or None: no GPU
         build on a GPU run, or a bf16 variant where bf16 is not computed natively."""
-        from common import probe
         from runner import environments
 
         if self.accelerator != "cpu" and framework.environment in environments.NO_GPU_BUILD:
             return environments.NO_GPU_BUILD[framework.environment]
-        if variant == "bf16" and not getattr(self.arguments, "emulate_bf16", False):
-            native, why = probe.bf16_native(self.accelerator)
-            return None if native else f"{why}; --emulate-bf16 runs it for its checks"
+        why = bf16_not_native(self.arguments, variant)
+        if why and not self.arguments.emulate_bf16:
+            return f"{why}; --emulate-bf16 runs it for its checks"
         return None
 
     def finish_record(self, record, executed, kernel, began, threads, settings=None, repeat=1):

@@ -2,6 +2,7 @@
 settings (FCN5's thread sweep, MultiGPU's devices × pipelines), less what --resume finds recorded."""
 from typing import NamedTuple
 
+from common.frameworks import precision
 from common.params import DEVICE_SWEEP, DEVICE_SWEEP_TASKS, TASKS, THREAD_SWEEP_TASKS
 from runner.frameworks import DEFAULT_VARIANT, RUNNABLE, notebook_name, variants
 
@@ -16,6 +17,18 @@ class PlannedRun(NamedTuple):
     settings: dict
 
 
+def bf16_not_native(arguments, variant):
+    """Why a reduced-precision `variant` is not computed natively on this run's accelerator, or None
+    (an fp32 variant, or hardware with native bf16). The runner then skips it, or with
+    --emulate-bf16 runs a short emulated run for its checks."""
+    from common import probe
+
+    if precision(variant) == "fp32":
+        return None
+    native, why = probe.bf16_native(arguments.accelerator)
+    return None if native else why
+
+
 def thread_counts(task, arguments, threads, variant=DEFAULT_VARIANT):
     """A THREAD_SWEEP_TASKS task (FCN5) runs at 1, 2, 4, … threads up to the physical cores, each
     in a fresh kernel (most frameworks size their pools at import), unless --threads names one
@@ -23,8 +36,7 @@ def thread_counts(task, arguments, threads, variant=DEFAULT_VARIANT):
     checks); every other task runs on `threads`."""
     from common import probe
 
-    emulated = variant == "bf16" and getattr(arguments, "emulate_bf16", False) and not probe.bf16_native(
-        getattr(arguments, "accelerator", "cpu"))[0]
+    emulated = arguments.emulate_bf16 and bf16_not_native(arguments, variant)
     if task in THREAD_SWEEP_TASKS and not arguments.threads and not emulated:
         return probe.thread_sweep()
     return [threads]
