@@ -85,10 +85,12 @@ def parse_arguments(argv):
                              "failed (default 3600)")
     extra_variants = sorted({variant for framework in RUNNABLE.values() for task in TASKS
                              for variant in variants(framework, task)} - {DEFAULT_VARIANT})
-    parser.add_argument("--variants", choices=("all", DEFAULT_VARIANT, *extra_variants), default="all",
+    parser.add_argument("--variants", type=comma_list((DEFAULT_VARIANT, *extra_variants), "variant"),
+                        default=[DEFAULT_VARIANT, *extra_variants],
                         help="all (default): also run each notebook's variants (torch.compile, "
                              "XLA, bf16, …) as rows of their own; default: the plain fp32 run only; "
-                             "a variant's name: that variant only, in the notebooks that have it")
+                             "variants' names, comma-separated (e.g. default,bf16): those only, in "
+                             "the notebooks that have them, each round running them side by side")
     parser.add_argument("--emulate-bf16", action="store_true",
                         help="run the bf16 variants even where bf16 is not native (no AVX512_BF16, "
                              "AMX or Arm BF16; a GPU before compute capability 8.0): the framework "

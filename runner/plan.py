@@ -72,8 +72,7 @@ def plan_runs(arguments, threads, records_path, hardware_label):
         for task in arguments.tasks:
             notebook = arguments.notebooks_dir / notebook_name(framework, task)
             if notebook.exists():
-                chosen = variants(framework, task) if arguments.variants == "all" else tuple(
-                    variant for variant in variants(framework, task) if variant == arguments.variants)
+                chosen = tuple(variant for variant in variants(framework, task) if variant in arguments.variants)
                 planned.extend(PlannedRun(framework, task, variant, notebook, count, settings)
                                for variant in chosen for count in thread_counts(task, arguments, threads, variant)
                                for settings in settings_for(task, arguments))

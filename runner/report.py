@@ -7,7 +7,8 @@ import statistics
 from common.flops import flops_per_item
 from common.frameworks import precision as variant_precision
 from runner.frameworks import DEFAULT_VARIANT, FRAMEWORKS, NOT_WRITTEN, UNAVAILABLE
-from common.params import DEVICE_SWEEP, DEVICE_SWEEP_TASKS, TASKS, THREAD_SWEEP_TASKS, data_set_name, get_params
+from common.params import (DEVICE_SWEEP, DEVICE_SWEEP_TASKS, TASKS, THREAD_SWEEP_TASKS, data_set_name, get_params,
+                           quality_metric)
 from common.probe import hardware_label
 from runner.verdict import ERROR_SUFFIXES, HEADLINES, _number, validity
 
@@ -244,24 +245,41 @@ def task_table(task, task_cells, link=str):
 
 
 def against_default(record, default):
-    """"slower than default (0.68×)" for a variant (compiled, XLA, bf16, …) whose whole range of
-    repeats lies below the default's on the same column, else None: a variant that loses to the
-    plain fp32 run says so in its own cell."""
+    """What a variant's cell says against the default (fp32) run on the same column, or None. A
+    reduced-precision variant (bf16) always says its speed-up and what it cost in quality, "1.93×
+    fp32 · acc −0.004"; any other variant (compiled, XLA, …) says "slower than default (0.68×)"
+    only when its whole range of repeats lies below the default's."""
     if default is None or record is default or is_default_variant(record):
         return None
     if not (validity(record)[0] and validity(default)[0]):
         return None
     headline, _ = HEADLINES[record["task"]]
-    if headline.startswith("seconds"):  # lower is better; no variant of such a task exists yet
-        return None
     value, reference_value = _number(record["metrics"].get(headline)), _number(default["metrics"].get(headline))
     if not value or not reference_value:
+        return None
+    lower_is_better = headline.startswith("seconds")
+    if variant_precision(record.get("variant")) != "fp32":
+        speed_up = reference_value / value if lower_is_better else value / reference_value
+        return f"{speed_up:.2f}× fp32" + quality_change(record, default)
+    if lower_is_better:  # no such compiled or XLA variant exists
         return None
     highest = (record.get("spread") or {}).get("max", value)
     lowest_default = (default.get("spread") or {}).get("min", reference_value)
     if highest < lowest_default:
         return f"slower than default ({value / reference_value:.2f}×)"
     return None
+
+
+QUALITY_SHORT_NAMES = {"test_accuracy": "acc", "validation_loss": "val loss"}
+
+
+def quality_change(record, default):
+    """" · acc −0.004": the variant's quality metric minus the default run's, where both have one."""
+    metric, _ = quality_metric(record["task"])
+    value, reference_value = _number(record["metrics"].get(metric)), _number(default["metrics"].get(metric))
+    if value is None or reference_value is None:
+        return ""
+    return f" · {QUALITY_SHORT_NAMES.get(metric, metric)} {value - reference_value:+.3f}".replace("-", "−")
 
 
 def unavailable_rows(task, n_columns):
@@ -309,6 +327,14 @@ def sweep_cell(record, link=str):
     return text
 
 
+def sweep_text(record, same_thread_count, link=str):
+    """A sweep cell, and what a variant says against its framework's default run at the same count."""
+    default = next((other for other in same_thread_count
+                    if other.get("framework") == record.get("framework") and is_default_variant(other)), None)
+    versus = against_default(record, default)
+    return sweep_cell(record, link) + (f" · **{versus}**" if versus else "")
+
+
 def sweep_table(task, task_cells, link=str):
     """One table per machine, profile and data set: a row per framework, a column per thread count."""
     parts = []
@@ -325,8 +351,8 @@ def sweep_table(task, task_cells, link=str):
                                               for threads in counts) + " |",
                  "|" + " --- |" * (len(counts) + 1)]
         for row in rows:
-            cells = [sweep_cell(by_threads[threads][row], link) if row in by_threads[threads] else "—"
-                     for threads in counts]
+            cells = [sweep_text(by_threads[threads][row], by_threads[threads].values(), link)
+                     if row in by_threads[threads] else "—" for threads in counts]
             lines.append(f"| {row} | " + " | ".join(cells) + " |")
         lines.extend(unavailable_rows(task, len(counts)))
         parts.append("\n".join(lines))

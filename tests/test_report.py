@@ -352,3 +352,35 @@ def test_a_variant_that_loses_to_the_default_says_so_in_its_cell():
         rows.setdefault(line.split(" | ")[0].strip("| "), line)
     assert "slower than default (0.68×)" in rows["PyTorch (xla)"]
     assert "slower than default" not in rows["PyTorch (compiled)"] and "slower than default" not in rows["PyTorch"]
+
+
+def test_a_bf16_variant_says_its_speed_up_and_what_it_cost_beside_the_fp32_run():
+    """issue 25: a bf16 training row says how many times the fp32 run's speed it reached and how
+    much test accuracy it gained or lost, faster or slower, in the task table and in FCN5's sweep
+    (where a lower time per mini-batch is the faster)."""
+    bf16_checks = {"bf16_train_parity_max_abs_error": 0.05, "bf16_train_parity_tolerance": 0.2}
+    fp32 = record(metrics={"images_per_second": 400.0, "test_accuracy": 0.730, "epoch_losses": [2.0, 1.0]})
+    bf16 = record(variant="bf16", checks=dict(CHECKS["CNN"], **bf16_checks),
+                  metrics={"images_per_second": 772.0, "test_accuracy": 0.726, "epoch_losses": [2.0, 1.0]})
+    slow = record(framework="tensorflow", variant="bf16", checks=dict(CHECKS["CNN"], **bf16_checks),
+                  metrics={"images_per_second": 200.0, "test_accuracy": 0.741, "epoch_losses": [2.0, 1.0]})
+    tensorflow = record(framework="tensorflow", metrics={"images_per_second": 400.0, "test_accuracy": 0.730,
+                                                         "epoch_losses": [2.0, 1.0]})
+    rows = {}
+    for line in report.results_markdown([fp32, bf16, slow, tensorflow]).split("### ")[1].splitlines():
+        rows.setdefault(line.split(" | ")[0].strip("| "), line)  # the speed table, not the evidence below it
+    assert "**1.93× fp32 · acc −0.004**" in rows["PyTorch (bf16)"]
+    assert "**0.50× fp32 · acc +0.011**" in rows["TensorFlow (bf16)"]
+    assert "fp32" not in rows["PyTorch"].split("|")[2]
+
+    def fcn5(variant, seconds):
+        checks = dict(CHECKS["FCN5"], **({"bf16_train_parity_max_abs_error": 0.02, "bf16_train_parity_tolerance": 0.3,
+                                          "bf16_train_trajectory_max_abs_error": 0.01,
+                                          "bf16_train_trajectory_tolerance": 0.1} if variant == "bf16" else {}))
+        return record(task="FCN5", variant=variant, hardware=dict(CPU, threads_pinned=2), checks=checks,
+                      metrics={"seconds_per_step": seconds, "forward_seconds_per_step": 0.1, "test_accuracy": 0.45,
+                               "epoch_losses": [2.3, 1.6]})
+
+    sweep = report.results_markdown([fcn5("default", 0.5), fcn5("bf16", 0.25)])
+    bf16_row = next(line for line in sweep.splitlines() if line.startswith("| PyTorch (bf16) |"))
+    assert "**2.00× fp32 · acc +0.000**" in bf16_row

@@ -31,12 +31,28 @@ def run_all(*arguments, timeout=300, **popen):
     (["--timeout", "-5"], "must be a positive number of seconds"),
     (["--timeout", "soon"], "'soon' is not a whole number"),
     (["--frameworks", "cntk"], "CNTK cannot run here: CNTK wheels exist only for CPython"),
+    (["--variants", "default,fp8"], "unknown variant 'fp8'; valid variants: default, bf16"),
 ])
 def test_bad_arguments_are_rejected_before_any_kernel_starts(arguments, message, tmp_path):
     result = run_all(*arguments, "--results-dir", str(tmp_path), timeout=60)
     assert result.returncode == 2
     assert message in result.stderr
     assert not any(tmp_path.iterdir())  # nothing ran, nothing was written
+
+
+def test_variants_named_together_run_side_by_side_in_the_plan(tmp_path):
+    """--variants default,bf16: each notebook that has a bf16 variant runs it beside its fp32 run,
+    in the order the notebook lists them; a notebook without one runs its default only."""
+    from runner.arguments import parse_arguments
+    from runner.plan import plan_runs
+
+    arguments = parse_arguments(["--frameworks", "pytorch,chainer", "--tasks", "CNN,Inference",
+                                 "--variants", "bf16,default", "--threads", "2"])
+    planned, _ = plan_runs(arguments, 2, tmp_path / "records.jsonl", "here")
+    assert [(run.framework.name, run.task, run.variant) for run in planned] == [
+        ("pytorch", "CNN", "default"), ("pytorch", "CNN", "bf16"), ("pytorch", "Inference", "default"),
+        ("pytorch", "Inference", "bf16"), ("chainer", "CNN", "default"), ("chainer", "Inference", "default")]
+    assert parse_arguments([]).variants == parse_arguments(["--variants", "all"]).variants
 
 
 def test_list_shows_the_matrix_with_the_rows_that_cannot_run():

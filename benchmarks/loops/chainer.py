@@ -60,47 +60,15 @@ def cnn():
     return train(CNN(), optimizer, loop.images(), loop.labels(np.int32))
 
 
-class Bottleneck(chainer.Chain):
-    def __init__(self, n_in, filters, stride, epsilon):
-        super().__init__()
-        self.has_shortcut = stride != 1 or n_in != 4 * filters
-        with self.init_scope():
-            self.conv1 = L.Convolution2D(n_in, filters, 1, stride=stride)
-            self.bn1 = L.BatchNormalization(filters, eps=epsilon)
-            self.conv2 = L.Convolution2D(filters, filters, 3, pad=1)
-            self.bn2 = L.BatchNormalization(filters, eps=epsilon)
-            self.conv3 = L.Convolution2D(filters, 4 * filters, 1)
-            self.bn3 = L.BatchNormalization(4 * filters, eps=epsilon)
-            if self.has_shortcut:
-                self.conv0 = L.Convolution2D(n_in, 4 * filters, 1, stride=stride)
-                self.bn0 = L.BatchNormalization(4 * filters, eps=epsilon)
-
-    def forward(self, x):
-        shortcut = self.bn0(self.conv0(x)) if self.has_shortcut else x
-        h = F.relu(self.bn1(self.conv1(x)))
-        h = F.relu(self.bn2(self.conv2(h)))
-        return F.relu(self.bn3(self.conv3(h)) + shortcut)
-
-
-class ResNet50(chainer.Sequential):
-    def __init__(self, epsilon):
-        super().__init__(L.Convolution2D(3, 64, 7, stride=2, pad=3), L.BatchNormalization(64, eps=epsilon), F.relu,
-                         # cover_all=False: Keras' output size, as the notebook.
-                         lambda h: F.max_pooling_2d(h, 3, stride=2, pad=1, cover_all=False))
-        n_in = 64
-        for stage, n_blocks, filters in ((2, 3, 64), (3, 4, 128), (4, 6, 256), (5, 3, 512)):
-            for block in range(n_blocks):
-                self.append(Bottleneck(n_in, filters, 2 if block == 0 and stage > 2 else 1, epsilon))
-                n_in = 4 * filters
-        self.append(lambda h: F.mean(h, axis=(2, 3)))
-
-
 def inference():
-    model = ResNet50(params["bn_epsilon"])
+    """Chainer's own ResNet-50 (L.ResNet50Layers, the ResNet v1 of its model zoo), not the notebook's
+    hand-written one, so that the yardstick does not inherit the notebook's choices: random weights
+    (the speed does not depend on them), its features taken at the global average pool."""
+    model = L.ResNet50Layers(pretrained_model=None)
     x = loop.images()
 
     def step(index):
-        return model(loop.batch(index, x))
+        return model.forward(loop.batch(index, x), layers=["pool5"])["pool5"]
 
     with chainer.using_config("train", False), chainer.no_backprop_mode():
         return loop.measure(step)

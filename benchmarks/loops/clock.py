@@ -3,7 +3,10 @@ pinned the way the notebooks pin them, synthetic tensors, a clock, and one JSON 
 
 A plain loop is the yardstick of issue 11: the notebook's model, batch and optimiser, trained (or
 run forward) on random tensors of the same shapes by the shortest loop the framework's performance
-guide advises, with no timer windows, records, parity or data loading around it. Run as
+guide advises, with no timer windows, records, parity or data loading around it. Where the
+framework ships the model itself, the loop takes that one rather than a copy of the notebook's, so
+that it does not inherit the notebook's choices (issue 25): ResNet-50 from keras.applications, the
+Gluon model zoo (exported for the Module API), Chainer's L.ResNet50Layers and paddle.vision. Run as
 
     python benchmarks/loops/<framework>.py TASK [--profile quick] [--threads N]
 

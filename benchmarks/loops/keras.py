@@ -1,7 +1,8 @@
 """Keras 3's plain loops on the backend KERAS_BACKEND names (tensorflow, jax or torch), as its
 guides write them: `model.fit` on in-memory arrays, with no callback or compiled metric, compiled
 as the notebooks compile (TensorFlow graphs without XLA, jax.jit, torch eager; the same
-`steps_per_execution`), and `predict_on_batch` on a backend tensor for inference."""
+`steps_per_execution`), and `predict_on_batch` on a backend tensor for inference (on Keras' own
+ResNet-50 from keras.applications)."""
 import os
 
 import clock
@@ -78,27 +79,13 @@ def cnn():
     return train(model, optimizer, loop.images(layout="NHWC"), loop.labels())
 
 
-def bottleneck(x, filters, stride, epsilon):
-    shortcut = x
-    if stride != 1 or x.shape[-1] != 4 * filters:
-        shortcut = layers.BatchNormalization(epsilon=epsilon)(layers.Conv2D(4 * filters, 1, strides=stride)(x))
-    x = layers.ReLU()(layers.BatchNormalization(epsilon=epsilon)(layers.Conv2D(filters, 1, strides=stride)(x)))
-    x = layers.ReLU()(layers.BatchNormalization(epsilon=epsilon)(layers.Conv2D(filters, 3, padding="same")(x)))
-    x = layers.BatchNormalization(epsilon=epsilon)(layers.Conv2D(4 * filters, 1)(x))
-    return layers.ReLU()(layers.Add()([shortcut, x]))
-
-
 def inference():
-    epsilon = params["bn_epsilon"]
+    """Keras' own ResNet-50 (keras.applications), not the notebook's hand-written one, so that the
+    yardstick does not inherit the notebook's choices: the same Keras-applications layout, random
+    weights (the speed does not depend on them), cut after the global average pool."""
     channels, height, width = params["image_shape"]
-    inputs = keras.Input(shape=(height, width, channels))
-    x = layers.Conv2D(64, 7, strides=2)(layers.ZeroPadding2D(3)(inputs))
-    x = layers.ReLU()(layers.BatchNormalization(epsilon=epsilon)(x))
-    x = layers.MaxPooling2D(3, strides=2)(layers.ZeroPadding2D(1)(x))
-    for stage, n_blocks, filters in ((2, 3, 64), (3, 4, 128), (4, 6, 256), (5, 3, 512)):
-        for block in range(n_blocks):
-            x = bottleneck(x, filters, 2 if block == 0 and stage > 2 else 1, epsilon)
-    model = keras.Model(inputs, layers.GlobalAveragePooling2D()(x))
+    model = keras.applications.ResNet50(weights=None, include_top=False, pooling="avg",
+                                        input_shape=(height, width, channels))
     model.compile(jit_compile=JIT_COMPILE)
     # Backend tensors made once; predict_on_batch returns numpy, so each call has finished.
     images = keras.ops.convert_to_tensor(loop.images(layout="NHWC"))
