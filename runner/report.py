@@ -270,16 +270,15 @@ def against_default(record, default):
     return None
 
 
-QUALITY_SHORT_NAMES = {"test_accuracy": "acc", "validation_loss": "val loss"}
-
-
 def quality_change(record, default):
-    """" · acc −0.004": the variant's quality metric minus the default run's, where both have one."""
+    """" · acc −0.004": the variant's quality metric minus the default run's, where both have one,
+    named as the cell's DETAILS name it."""
     metric, _ = quality_metric(record["task"])
     value, reference_value = _number(record["metrics"].get(metric)), _number(default["metrics"].get(metric))
     if value is None or reference_value is None:
         return ""
-    return f" · {QUALITY_SHORT_NAMES.get(metric, metric)} {value - reference_value:+.3f}".replace("-", "−")
+    label = next((pattern.split(" {")[0] for name, pattern in DETAILS.get(record["task"], ()) if name == metric), metric)
+    return f" · {label} {value - reference_value:+.3f}".replace("-", "−")
 
 
 def unavailable_rows(task, n_columns):
