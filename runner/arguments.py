@@ -111,6 +111,10 @@ def parse_arguments(argv):
     parser.add_argument("--pipelines", type=comma_list(["ram", "disk"], "pipeline"), default=["ram", "disk"],
                         help="MultiGPU: images held in RAM, decoded from PNG files per batch, or both "
                              "(default: ram,disk)")
+    parser.add_argument("--nodes", type=comma_list(["1", "2"], "node count"), default=["1"],
+                        help="MultiGPU: on this machine alone (1), or as two nodes on it (2: the "
+                             "commands of the notebook's closing section, as printed, once per node "
+                             "on localhost, for the frameworks that print them), or both (default: 1)")
     parser.add_argument("--resume", action="store_true",
                         help="skip framework × task pairs that already have an ok record for "
                              "this hardware, profile and data choice")

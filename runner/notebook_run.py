@@ -166,8 +166,11 @@ class NotebookRunner:
                 parameters["variant"] = variant
             papermill_began = time.monotonic()
             try:
-                outcome = self.run_papermill(notebook, executed, kernel, parameters, log_path, staging,
-                                             self.emulation(variant))
+                if settings.get("nodes", 1) > 1:
+                    outcome = self.run_nodes(notebook, framework, parameters, Path(staging), log_path)
+                else:
+                    outcome = self.run_papermill(notebook, executed, kernel, parameters, log_path, staging,
+                                                 self.emulation(variant))
             except KeyboardInterrupt:
                 record = self.failed_record(framework, task, variant, threads, "interrupted (Ctrl-C)", started_at,
                                             settings=settings)
@@ -240,8 +243,42 @@ class NotebookRunner:
             return json.loads(status_path.read_text())
         return {"ok": process.returncode == 0}
 
+    def run_nodes(self, notebook, framework, parameters, staging, log_path):
+        """A multi-node setting (MultiGPU's nodes): the notebook's closing-section commands as printed,
+        once per node on this machine (runner.nodes), the framework's environment first on the PATH
+        (its launcher, its python), then the runner's (papermill, jupyter). Returns the outcome, with
+        a "reason" when it failed; the nodes' logs go into log_path one after the other."""
+        from runner import environments, nodes
+
+        block = nodes.launch_block(notebook)
+        if block is None:
+            return {"ok": False, "reason": f"{notebook.name} prints no multi-node command that runs as it stands"}
+        environment = environments.papermill_environment()
+        environment["PATH"] = os.pathsep.join([str(Path(self.pythons[framework.name]).parent),
+                                               str(Path(sys.executable).parent), environment.get("PATH", "")])
+        # The launcher's environment says the devices and nodes; the rest are the notebook's parameters.
+        block = nodes.with_parameters(block, {name: value for name, value in parameters.items()
+                                              if name not in ("devices", "nodes")})
+        started = nodes.LocalNodes(notebook, block, staging / "nodes", environment)
+        try:
+            outcome = started.wait(self.arguments.timeout)
+            if not outcome["ok"]:
+                outcome["reason"] = (f"timeout after {self.arguments.timeout} s; " if outcome["timeout"] else ""
+                                     ) + started.failure_reason(outcome)
+            return outcome
+        except KeyboardInterrupt:
+            for rank in range(len(started.processes)):
+                started.kill(rank)
+            raise
+        finally:
+            log_path.write_text("".join(f"===== node {rank}\n{started.log_text(rank)}"
+                                        for rank in range(len(started.logs))))
+            shutil.rmtree(staging / "nodes", ignore_errors=True)
+
     def failure_reason(self, outcome, written, log_path):
         """Why the run failed, or None when the notebook's own record stands."""
+        if outcome.get("reason"):
+            return outcome["reason"]
         if outcome.get("timeout"):
             return f"timeout after {self.arguments.timeout} s"
         if not outcome.get("ok"):

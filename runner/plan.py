@@ -5,6 +5,7 @@ from typing import NamedTuple
 from common.frameworks import precision
 from common.params import DEVICE_SWEEP, DEVICE_SWEEP_TASKS, TASKS, THREAD_SWEEP_TASKS
 from runner.frameworks import DEFAULT_VARIANT, RUNNABLE, notebook_name, variants
+from runner.nodes import launch_block
 
 
 class PlannedRun(NamedTuple):
@@ -48,16 +49,20 @@ def settings_for(task, arguments):
     from disk, as far as --devices and --pipelines keep them."""
     if task in DEVICE_SWEEP_TASKS:
         wanted = {1 if name == "1" else 0 for name in arguments.devices.split(",")}
-        return [{"devices": devices, "pipeline": pipeline} for devices, pipeline in DEVICE_SWEEP
-                if devices in wanted and pipeline in arguments.pipelines]
+        one_node = [{"devices": devices, "pipeline": pipeline} for devices, pipeline in DEVICE_SWEEP
+                    if devices in wanted and pipeline in arguments.pipelines] if "1" in arguments.nodes else []
+        # Across nodes: every device of each (the processes the launcher starts per node).
+        return one_node + [{"devices": 0, "pipeline": pipeline, "nodes": int(count)}
+                           for count in arguments.nodes if count != "1" for pipeline in arguments.pipelines]
     return [{}]
 
 
 def settings_text(settings):
-    """'1 device · ram', 'all devices · disk'."""
+    """'1 device · ram', 'all devices · disk', '2 nodes · all devices · ram'."""
     devices = settings.get("devices")
-    shown = [] if devices is None else ["1 device" if devices == 1 else ("all devices" if devices == 0 else f"{devices} devices")]
-    return " · ".join(shown + [str(value) for key, value in sorted(settings.items()) if key != "devices"])
+    shown = [f"{settings['nodes']} nodes"] if settings.get("nodes", 1) > 1 else []
+    shown += [] if devices is None else ["1 device" if devices == 1 else ("all devices" if devices == 0 else f"{devices} devices")]
+    return " · ".join(shown + [str(value) for key, value in sorted(settings.items()) if key not in ("devices", "nodes")])
 
 
 def settings_slug(settings):
@@ -73,9 +78,14 @@ def plan_runs(arguments, threads, records_path, hardware_label):
             notebook = arguments.notebooks_dir / notebook_name(framework, task)
             if notebook.exists():
                 chosen = tuple(variant for variant in variants(framework, task) if variant in arguments.variants)
+                swept = settings_for(task, arguments)
+                if any(settings.get("nodes", 1) > 1 for settings in swept) and launch_block(notebook) is None:
+                    print(f"[run] {framework.title} {task}: its closing section prints no multi-node command "
+                          "that runs as it stands, so no run across nodes")
+                    swept = [settings for settings in swept if settings.get("nodes", 1) == 1]
                 planned.extend(PlannedRun(framework, task, variant, notebook, count, settings)
                                for variant in chosen for count in thread_counts(task, arguments, threads, variant)
-                               for settings in settings_for(task, arguments))
+                               for settings in swept)
             elif len(arguments.tasks) < len(TASKS) or task in framework.tasks:
                 print(f"[run] {framework.title} {task}: no notebook {notebook.name}, skipped")
     if not arguments.resume:

@@ -153,11 +153,22 @@ def _link(from_folder, target):
 
 
 def prose(markdown):
-    """A notebook's markdown as HTML paragraphs: lines joined, `code` kept as code."""
-    paragraphs = [" ".join(line.strip() for line in block.splitlines())
-                  for block in re.split(r"\n\s*\n", markdown.strip()) if block.strip()]
-    return "".join("<p>" + re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(paragraph)) + "</p>"
-                   for paragraph in paragraphs)
+    """A notebook's markdown as HTML: paragraphs with their lines joined and `code` kept as code,
+    a heading inside the notes (the closing section's) as a heading, fenced blocks (the commands
+    to run) as they are written."""
+    parts = []
+    for index, piece in enumerate(re.split(r"```[a-z]*\n(.*?)```", markdown.strip(), flags=re.DOTALL)):
+        if index % 2:  # inside a fence
+            parts.append("<pre class=\"command\"><code>" + html.escape(piece.rstrip("\n")) + "</code></pre>")
+            continue
+        for block in re.split(r"\n\s*\n", piece.strip()):
+            if not block.strip():
+                continue
+            heading = re.match(r"#+ (.*)", block.strip())
+            text = heading.group(1) if heading else " ".join(line.strip() for line in block.splitlines())
+            tag = "h4" if heading else "p"
+            parts.append(f"<{tag}>" + re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text)) + f"</{tag}>")
+    return "".join(parts)
 
 
 def column_head(framework, task, table_cells, costs, docs, root, notebooks_dir):

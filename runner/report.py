@@ -154,13 +154,16 @@ def _format(value):
 
 
 def device_setting(record):
-    """(1 or 0, pipeline) of a DEVICE_SWEEP_TASKS record: the runner's setting (0: all devices)."""
+    """(1 or 0, pipeline) of a DEVICE_SWEEP_TASKS record: the runner's setting (0: all devices);
+    (0, pipeline, nodes) for a run across several nodes (runner.nodes)."""
     settings = record.get("settings") or {}
     params = record.get("params", {})
     devices = settings.get("devices", params.get("devices"))
     if devices is None:
         devices = 1 if record.get("metrics", {}).get("devices") == 1 else 0
-    return (1 if devices == 1 else 0), settings.get("pipeline", params.get("pipeline"))
+    setting = (1 if devices == 1 else 0), settings.get("pipeline", params.get("pipeline"))
+    nodes = settings.get("nodes", record.get("metrics", {}).get("nodes", 1))
+    return setting + (nodes,) if nodes and nodes > 1 else setting
 
 
 def cell_column(record):
@@ -385,30 +388,39 @@ def device_table(task, task_cells, link=str):
                                                         key=lambda item: tuple(map(str, item[0]))):
         rows = sorted({row for cells in by_setting.values() for row in cells})
         n_devices = max((int(_number(r.get("metrics", {}).get("devices")) or 0)
-                         for cells in by_setting.values() for r in cells.values()), default=0)
+                         for setting, cells in by_setting.items() if len(setting) == 2 for r in cells.values()), default=0)
         sample = next(iter(next(iter(by_setting.values())).values()))
         batch_size = sample.get("params", {}).get("batch_size")
         on_cpu = not sample.get("hardware", {}).get("gpu_count")
         names = {1: "1 device", 0: f"{n_devices or 'N'} devices"}
+        # Runs across nodes (runner.nodes), after the single machine's columns.
+        across = sorted({setting for setting in by_setting if len(setting) == 3}, key=lambda setting: (setting[2], setting[1]))
+        columns = list(DEVICE_SWEEP) + across
+        for setting in across:
+            per_node = {r.get("metrics", {}).get("processes_per_node") for r in by_setting[setting].values()}
+            names[setting] = f"{setting[2]} nodes × {'/'.join(str(n) for n in sorted(per_node, key=str))}"
         lines = [f"*{hardware}, {profile} profile, {data or 'unknown data'}*: training images/s (median of the "
                  f"repeats, their spread), seconds per epoch and validation mean AUC; batch {batch_size} per "
                  "device, learning rate scaled by the devices; scaling efficiency = images/s on N devices / "
                  "(N × images/s on 1)."
                  + (" **CPU-only host: the N devices are CPU processes or logical devices sharing the same "
                     "cores, so N devices show the engine's overhead, not a speed-up.**" if on_cpu else ""), "",
-                 "| framework | " + " | ".join(f"{names[devices]}, {'RAM' if pipeline == 'ram' else pipeline}"
-                                              for devices, pipeline in DEVICE_SWEEP)
+                 "| framework | " + " | ".join(f"{names[setting if len(setting) == 3 else setting[0]]}, "
+                                              f"{'RAM' if setting[1] == 'ram' else setting[1]}" for setting in columns)
                  + " | scaling, RAM | scaling, disk |",
-                 "|" + " --- |" * (len(DEVICE_SWEEP) + 3)]
+                 "|" + " --- |" * (len(columns) + 3)]
+        if across:
+            lines[0] += (" *N nodes × P*: the notebook's closing-section commands as printed, one launcher per "
+                         "node, all nodes on this one machine, P processes (devices) per node.")
         for row in rows:
             cells = [cell_text(by_setting[setting][row], link) if row in by_setting.get(setting, {}) else "—"
-                     for setting in DEVICE_SWEEP]
+                     for setting in columns]
             for pipeline in ("ram", "disk"):
                 efficiency = scaling_efficiency(by_setting.get((1, pipeline), {}).get(row),
                                                 by_setting.get((0, pipeline), {}).get(row))
                 cells.append("—" if efficiency is None else f"{100 * efficiency:.0f} %")
             lines.append(f"| {row} | " + " | ".join(cells) + " |")
-        lines.extend(unavailable_rows(task, len(DEVICE_SWEEP) + 2))
+        lines.extend(unavailable_rows(task, len(columns) + 2))
         lines += ["", "Checks behind it: the same SGD steps on 1 and on N devices (the largest relative L2 difference "
                   "of the two runs' weight updates over the runs on all devices, against its bound), and the "
                   "check's loss falling.", "",

@@ -55,6 +55,24 @@ def test_variants_named_together_run_side_by_side_in_the_plan(tmp_path):
     assert parse_arguments([]).variants == parse_arguments(["--variants", "all"]).variants
 
 
+def test_two_nodes_run_only_where_the_closing_section_prints_a_command_that_runs(tmp_path, capsys):
+    """--nodes 2 adds MultiGPU's runs across two nodes on this machine (every device of each, per
+    pipeline) for the notebooks whose closing section prints a runnable multi-node command; the
+    others say why they have none; --nodes 1,2 keeps the single machine's sweep too."""
+    from runner.arguments import parse_arguments
+    from runner.plan import plan_runs
+
+    arguments = parse_arguments(["--frameworks", "pytorch,gluon", "--tasks", "MultiGPU", "--nodes", "2",
+                                 "--pipelines", "ram", "--threads", "2"])
+    planned, _ = plan_runs(arguments, 2, tmp_path / "records.jsonl", "here")
+    assert [(run.framework.name, run.settings) for run in planned] == [
+        ("pytorch", {"devices": 0, "pipeline": "ram", "nodes": 2})]
+    assert "MXNet (Gluon) MultiGPU: its closing section prints no multi-node command" in capsys.readouterr().out
+    both = parse_arguments(["--frameworks", "pytorch", "--tasks", "MultiGPU", "--nodes", "1,2", "--threads", "2"])
+    assert len(plan_runs(both, 2, tmp_path / "records.jsonl", "here")[0]) == 4 + 2
+    assert parse_arguments([]).nodes == ["1"]
+
+
 def test_list_shows_the_matrix_with_the_rows_that_cannot_run():
     result = run_all("--list", timeout=60)
     assert result.returncode == 0
