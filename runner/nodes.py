@@ -1,7 +1,9 @@
 """Several machines on one: a MultiGPU notebook's closing section ("Beyond one machine") prints the
 commands that start it on each of several machines under its engine's own launcher. This module runs
 that block as printed, once per "node" on localhost, each node in a folder of its own with
-`HEAD_NODE`, `HEAD_PORT` and `NODE_RANK` set (the only things a user changes between machines, with
+`HEAD_NODE`, `HEAD_PORT`, `SECOND_NODE`, `SECOND_PORT` (the two machines' addresses and ports; a
+launcher needs the first, TensorFlow's cluster both) and `NODE_RANK` set (the only things a user
+changes between machines, with
 the parameters of the block's `papermill … --prepare-only` line), and turns how the nodes ended into
 one outcome: a node that fails makes the others stop, by their own error within `grace` seconds, or
 killed after it."""
@@ -53,7 +55,7 @@ class LocalNodes:
 
     def __init__(self, notebook, block, folder, environment, nodes=NODES):
         self.folder = Path(folder)
-        port = free_port()
+        port, second_port = free_port(), free_port()
         self.processes, self.logs = [], []
         for rank in range(nodes):
             node_folder = self.folder / f"node-{rank}"
@@ -64,7 +66,8 @@ class LocalNodes:
                 self.processes.append(subprocess.Popen(
                     ["bash", "-e", "-c", block], cwd=node_folder, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True,
-                    env=dict(environment, HEAD_NODE="127.0.0.1", HEAD_PORT=str(port), NODE_RANK=str(rank))))
+                    env=dict(environment, HEAD_NODE="127.0.0.1", HEAD_PORT=str(port), SECOND_NODE="127.0.0.1",
+                             SECOND_PORT=str(second_port), NODE_RANK=str(rank))))
             self.logs.append(log_path)
 
     def log_text(self, rank):

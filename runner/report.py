@@ -397,8 +397,9 @@ def device_table(task, task_cells, link=str):
         across = sorted({setting for setting in by_setting if len(setting) == 3}, key=lambda setting: (setting[2], setting[1]))
         columns = list(DEVICE_SWEEP) + across
         for setting in across:
-            per_node = {r.get("metrics", {}).get("processes_per_node") for r in by_setting[setting].values()}
-            names[setting] = f"{setting[2]} nodes × {'/'.join(str(n) for n in sorted(per_node, key=str))}"
+            per_node = {int(_number(r.get("metrics", {}).get("devices")) or 0) // setting[2]
+                        for r in by_setting[setting].values()}
+            names[setting] = f"{setting[2]} nodes × {'/'.join(str(n) for n in sorted(per_node))}"
         lines = [f"*{hardware}, {profile} profile, {data or 'unknown data'}*: training images/s (median of the "
                  f"repeats, their spread), seconds per epoch and validation mean AUC; batch {batch_size} per "
                  "device, learning rate scaled by the devices; scaling efficiency = images/s on N devices / "
@@ -410,8 +411,8 @@ def device_table(task, task_cells, link=str):
                  + " | scaling, RAM | scaling, disk |",
                  "|" + " --- |" * (len(columns) + 3)]
         if across:
-            lines[0] += (" *N nodes × P*: the notebook's closing-section commands as printed, one launcher per "
-                         "node, all nodes on this one machine, P processes (devices) per node.")
+            lines[0] += (" *N nodes × D*: the notebook's closing-section commands as printed, once per node, "
+                         "all N nodes on this one machine, D devices per node.")
         for row in rows:
             cells = [cell_text(by_setting[setting][row], link) if row in by_setting.get(setting, {}) else "—"
                      for setting in columns]

@@ -18,8 +18,10 @@ from runner.frameworks import notebook_name, RUNNABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 # The frameworks whose closing section prints commands that run as they stand.
-MULTI_NODE = ("pytorch",)
-# A line of node 0's log printed when training has begun (and its collectives not yet ended).
+MULTI_NODE = ("pytorch", "tensorflow", "jax_flax")
+# A line of node 0's log printed when training has begun (and its collectives not yet ended), for
+# the framework whose run is killed: PyTorch's, the quickest (TensorFlow's and JAX's spend minutes
+# compiling DenseNet-121 at smoke size on two cores).
 TRAINING_BEGUN = {"pytorch": "parameters:"}
 
 
@@ -71,7 +73,9 @@ def test_two_nodes_on_localhost_train_the_same_model_as_one_process(framework, t
     assert record["settings"] == {"devices": 0, "nodes": 2, "pipeline": "ram"}
     metrics, checks = record["metrics"], record["checks"]
     assert metrics["nodes"] == 2 and metrics["processes_per_node"] >= 1
-    assert metrics["devices"] == 2 * metrics["processes_per_node"] == checks["data_parallel_devices"]
+    # Each process drives one device (PyTorch, TensorFlow) or several (JAX): devices across both nodes.
+    assert metrics["devices"] >= 2 * metrics["processes_per_node"] and metrics["devices"] % 2 == 0
+    assert checks["data_parallel_devices"] == metrics["devices"]
     # The whole batch in one process against its shares on every process of both nodes.
     assert checks["data_parallel_update_relative_error"] <= checks["data_parallel_update_tolerance"]
     assert checks["data_parallel_loss_fell"]
@@ -93,7 +97,7 @@ def node_processes(staging_root, rank):
     return found
 
 
-@pytest.mark.parametrize("framework", MULTI_NODE)
+@pytest.mark.parametrize("framework", tuple(TRAINING_BEGUN))
 def test_a_node_killed_mid_run_stops_the_other_with_a_clear_error(framework, tmp_path):
     staging_root = tmp_path / "tmp"
     staging_root.mkdir()
