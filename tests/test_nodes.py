@@ -44,12 +44,15 @@ def run_nodes(folder, framework, **popen):
 def test_every_closing_section_prints_a_command_that_runs_or_says_why_not():
     for name, notebook in multigpu_notebooks().items():
         block = nodes.launch_block(notebook)
+        cells = json.loads(notebook.read_text())["cells"]
+        closing = "".join(cells[-1]["source"])
+        assert closing.startswith(nodes.HEADING), name
         if name in MULTI_NODE:
             assert block is not None, name
             assert "$HEAD_NODE" in block and "$NODE_RANK" in block, block
             assert f"papermill {notebook.name} " in block, block
-        cells = json.loads(notebook.read_text())["cells"]
-        assert "".join(cells[-1]["source"]).startswith(nodes.HEADING), name
+        else:  # the section says why it prints nothing to run
+            assert block is None and "prints no command to run" in closing, name
 
 
 def test_the_parameters_of_the_printed_papermill_line_are_the_runs_own():
