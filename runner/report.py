@@ -412,7 +412,11 @@ def device_table(task, task_cells, link=str):
                  "|" + " --- |" * (len(columns) + 3)]
         if across:
             lines[0] += (" *N nodes × D*: the notebook's closing-section commands as printed, once per node, "
-                         "all N nodes on this one machine, D devices per node.")
+                         "all N nodes on this one machine, D devices per node"
+                         + (": their collectives cross the loopback and share the cores, so these columns show "
+                            "what the engines cost across processes, not what N machines gain, which needs a GPU "
+                            "host per node and the network between them (NCCL over InfiniBand or RoCE, or TCP)."
+                            if on_cpu else "."))
         for row in rows:
             cells = [cell_text(by_setting[setting][row], link) if row in by_setting.get(setting, {}) else "—"
                      for setting in columns]

@@ -336,6 +336,38 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     assert paths["MultiGPU"].read_bytes().startswith(b"\x89PNG")
 
 
+def test_runs_across_nodes_are_columns_of_their_own_after_the_single_machine(tmp_path):
+    """issue 27: a run of the closing section's commands as two nodes (runner.nodes) is a column
+    '2 nodes × D' (devices per node), after the single machine's; its check joins the others."""
+    checks = {"data_parallel_update_relative_error": 6e-15, "data_parallel_update_tolerance": 1e-3,
+              "data_parallel_loss_fell": True, "data_parallel_loss_difference": 1e-16}
+
+    def multigpu(framework, settings, rate, devices, nodes=1):
+        made = record(task="MultiGPU", framework=framework, data="synthetic",
+                      params={"n_classes": 14, "batch_size": 8, "pipeline": settings["pipeline"]},
+                      metrics={"images_per_second": rate, "epoch_seconds": 128 / rate, "mean_auc": 0.5,
+                               "epoch_losses": [0.4], "devices": devices, "nodes": nodes,
+                               "processes_per_node": 1 if framework == "jax_flax" else devices // nodes},
+                      checks=checks)
+        made["settings"] = settings
+        return made
+
+    written = [multigpu("pytorch", {"devices": 1, "pipeline": "ram"}, 10.0, 1),
+               multigpu("pytorch", {"devices": 0, "pipeline": "ram"}, 9.0, 2),
+               multigpu("pytorch", {"devices": 0, "pipeline": "ram", "nodes": 2}, 7.0, 4, nodes=2),
+               multigpu("jax_flax", {"devices": 0, "pipeline": "ram", "nodes": 2}, 2.0, 4, nodes=2)]
+    assert report.device_setting(written[2]) == (0, "ram", 2) and report.device_setting(written[1]) == (0, "ram")
+    markdown = report.results_markdown(written)
+    assert ("| framework | 1 device, RAM | 1 device, disk | 2 devices, RAM | 2 devices, disk | 2 nodes × 2, RAM "
+            "| scaling, RAM | scaling, disk |") in markdown
+    assert "show what the engines cost across processes" in markdown
+    pytorch = next(line for line in markdown.splitlines() if line.startswith("| PyTorch |"))
+    assert pytorch.split(" | ")[5].startswith("**7** img/s") and pytorch.endswith("| 45 % | — |")
+    jax = next(line for line in markdown.splitlines() if line.startswith("| JAX + Flax NNX |"))
+    assert jax.split(" | ")[1:5] == ["—"] * 4 and jax.split(" | ")[5].startswith("**2** img/s")
+    assert "| PyTorch | 3 of 3 | 6.0e-15 (≤ 1e-03) | yes |" in markdown
+
+
 def test_a_variant_that_loses_to_the_default_says_so_in_its_cell():
     """issue 11: a compiled (or XLA, bf16) variant slower than the plain run, beyond both runs'
     spreads, is marked in its own cell; one within the spread, or faster, is not."""
