@@ -24,14 +24,15 @@ ROOT = Path(__file__).resolve().parent.parent
 # (framework, name, [(text of the notebook, its broken replacement)]): each text occurs once.
 BROKEN_ENGINES = [
     ("pytorch", "no gradient all-reduce (no DistributedDataParallel)", [
-        ("    model = DistributedDataParallel(model, device_ids=[rank] if use_gpu else None)\n"
+        ("    if world_size > 1:  # one process with the whole batch runs no engine\n"
+         "        model = DistributedDataParallel(model, device_ids=[torch_device] if use_gpu else None)\n"
          "    # Batch norm on its running statistics",
          "    # Batch norm on its running statistics")]),
     ("pytorch", "sum of the devices' gradients (loss × world size)", [
         ("        loss = loss_fn(model(x), y)\n        loss.backward()\n        optimizer.step()\n"
-         "        dist.all_reduce(loss := loss.detach())",
+         "        if world_size > 1:",
          "        loss = loss_fn(model(x), y)\n        (loss * world_size).backward()\n        optimizer.step()\n"
-         "        dist.all_reduce(loss := loss.detach())")]),
+         "        if world_size > 1:")]),
     ("paddle", "no gradient all-reduce (no paddle.DataParallel)", [
         ("    model = paddle.DataParallel(layers)\n    # Batch norm on its running statistics",
          "    model = layers\n    # Batch norm on its running statistics")]),
@@ -48,7 +49,7 @@ BROKEN_ENGINES = [
     # JAX's all-reduce is XLA's, placed by the partitioner: no line of the notebook holds it. What a
     # missing one would leave on device 0 is that device's share trained alone.
     ("jax_flax", "no gradient all-reduce (device 0's share trained alone)", [
-        ("    x, y = jax.device_put((x.astype(np.float64), y.astype(np.float64)), NamedSharding(mesh_n, P(\"data\")))",
+        ("    x, y = to_mesh((x.astype(np.float64), y.astype(np.float64)), NamedSharding(mesh_n, P(\"data\")))",
          "    x, y = x[:len(x) // n], y[:len(y) // n]\n"
          "    x, y = jax.device_put((x.astype(np.float64), y.astype(np.float64)), NamedSharding(mesh_n, P()))")]),
     ("keras_jax", "no gradient all-reduce (device 0's share trained alone)", [

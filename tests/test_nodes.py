@@ -79,8 +79,9 @@ def test_two_nodes_on_localhost_train_the_same_model_as_one_process(framework, t
     # Each process drives one device (PyTorch, TensorFlow) or several (JAX): devices across both nodes.
     assert metrics["devices"] >= 2 * metrics["processes_per_node"] and metrics["devices"] % 2 == 0
     assert checks["data_parallel_devices"] == metrics["devices"]
-    # The whole batch in one process against its shares on every process of both nodes.
-    assert checks["data_parallel_update_relative_error"] <= checks["data_parallel_update_tolerance"]
+    # The whole batch in one process against its shares on every process of both nodes, with the
+    # margin the bound was chosen for (tests/test_notebooks.py holds the runs on one machine to it).
+    assert checks["data_parallel_update_relative_error"] <= checks["data_parallel_update_tolerance"] / 100
     assert checks["data_parallel_loss_fell"]
     assert metrics["images_per_second"] > 0
     assert report.device_setting(record) == (0, "ram", 2)
