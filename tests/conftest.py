@@ -10,8 +10,9 @@ if str(REPOSITORY_ROOT) not in sys.path:
     sys.path.insert(0, str(REPOSITORY_ROOT))
 
 # Modules whose parametrized tests start with a framework: one framework's smoke run serves all its
-# notebook tests (tests/test_notebooks.py's session fixture, which each worker has its own of).
-SPLIT_BY_FRAMEWORK = ("test_notebooks.py", "test_plain_loops.py")
+# notebook tests (tests/test_notebooks.py's session fixture, which each worker has its own of), and
+# the frameworks' runs across two nodes (tests/test_nodes.py) go to the workers apart.
+SPLIT_BY_FRAMEWORK = ("test_notebooks.py", "test_plain_loops.py", "test_nodes.py")
 
 
 @pytest.hookimpl(optionalhook=True)
