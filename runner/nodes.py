@@ -1,12 +1,12 @@
 """Several machines on one: a MultiGPU notebook's closing section ("Beyond one machine") prints the
 commands that start it on each of several machines under its engine's own launcher. This module runs
-that block as printed, once per "node" on localhost, each node in a folder of its own with
-`HEAD_NODE`, `HEAD_PORT`, `SECOND_NODE`, `SECOND_PORT` (the two machines' addresses and ports; a
-launcher needs the first, TensorFlow's cluster both) and `NODE_RANK` set (the only things a user
-changes between machines, with
-the parameters of the block's `papermill … --prepare-only` line), and turns how the nodes ended into
-one outcome: a node that fails makes the others stop, by their own error within `grace` seconds, or
-killed after it."""
+that block as printed, once per "node" on localhost, each node in a folder of its own, with the only
+things a user changes between machines set: `HEAD_NODE`/`HEAD_PORT` and `SECOND_NODE`/`SECOND_PORT`
+(the two machines' addresses and free ports: a launcher needs the first, TensorFlow's cluster both),
+`NODE_RANK`, and the parameters of the block's `papermill … --prepare-only` line. How the nodes ended
+becomes one outcome: a node that fails makes the others stop, by their own error within `grace`
+seconds, or killed after it."""
+import json
 import os
 import re
 import shlex
@@ -26,8 +26,6 @@ _PAPERMILL_PARAMETERS = re.compile(r"((?:^|\n)papermill [^\n]*?--prepare-only)((
 def launch_block(notebook):
     """The bash block of the notebook's closing section, or None when it prints no command that
     runs as it stands (a block without the papermill line that sets its parameters)."""
-    import json
-
     for cell in json.loads(Path(notebook).read_text())["cells"]:
         text = "".join(cell["source"])
         if cell["cell_type"] == "markdown" and text.startswith(HEADING):
@@ -43,10 +41,16 @@ def with_parameters(block, parameters):
     return _PAPERMILL_PARAMETERS.sub(lambda found: found.group(1) + pairs, block, count=1)
 
 
-def free_port():
-    with socket.socket() as probe_socket:
-        probe_socket.bind(("127.0.0.1", 0))
-        return probe_socket.getsockname()[1]
+def free_ports(count):
+    """`count` distinct ports free on localhost (held together while they are chosen)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for probe_socket in sockets:
+            probe_socket.bind(("127.0.0.1", 0))
+        return [probe_socket.getsockname()[1] for probe_socket in sockets]
+    finally:
+        for probe_socket in sockets:
+            probe_socket.close()
 
 
 class LocalNodes:
@@ -55,7 +59,7 @@ class LocalNodes:
 
     def __init__(self, notebook, block, folder, environment, nodes=NODES):
         self.folder = Path(folder)
-        port, second_port = free_port(), free_port()
+        port, second_port = free_ports(2)
         self.processes, self.logs = [], []
         for rank in range(nodes):
             node_folder = self.folder / f"node-{rank}"
