@@ -166,13 +166,19 @@ def parse_arguments(argv):
                              "results folder into one archive that --import-records reads; then exit")
     parser.add_argument("--results-dir", type=Path, default=REPOSITORY_ROOT / "results",
                         help="where records, executed notebooks and plots go (default results/)")
-    parser.add_argument("--readme", type=Path, default=REPOSITORY_ROOT / "README.md",
-                        help="README whose results section is regenerated (default README.md)")
+    parser.add_argument("--readme", type=Path, default=None,
+                        help="README whose results section is regenerated, with the docs/ beside it "
+                             "(default: README.md for the records of results/; with --results-dir DIR, "
+                             "DIR/README.md where one exists, so that records elsewhere never rewrite "
+                             "this repository's tables)")
     parser.add_argument("--notebooks-dir", type=Path, default=REPOSITORY_ROOT / "notebooks",
                         help=argparse.SUPPRESS)  # the fault tests point this at made-up notebooks
     parser.add_argument("--self-test", action="store_true",
                         help="run the test suite (pytest) in the runner's environment, then exit")
     arguments = parser.parse_args(argv)
+    if arguments.readme is None:
+        own_results = arguments.results_dir.resolve() == (REPOSITORY_ROOT / "results").resolve()
+        arguments.readme = REPOSITORY_ROOT / "README.md" if own_results else arguments.results_dir / "README.md"
     if arguments.import_records is not None:
         source = arguments.import_records
         archive = source.name.endswith(".tar.gz") and source.is_file()

@@ -55,6 +55,17 @@ def test_variants_named_together_run_side_by_side_in_the_plan(tmp_path):
     assert parse_arguments([]).variants == parse_arguments(["--variants", "all"]).variants
 
 
+def test_records_kept_elsewhere_never_rewrite_this_repositorys_readme(tmp_path):
+    """With --results-dir elsewhere and no --readme, the tables go to a README beside those records
+    (where one exists), never to this repository's, which only its own results/ regenerate."""
+    from runner.arguments import parse_arguments
+
+    assert parse_arguments([]).readme == ROOT / "README.md"
+    assert parse_arguments(["--results-dir", str(ROOT / "results")]).readme == ROOT / "README.md"
+    assert parse_arguments(["--results-dir", str(tmp_path / "results")]).readme == tmp_path / "results" / "README.md"
+    assert parse_arguments(["--results-dir", str(tmp_path), "--readme", str(tmp_path / "R.md")]).readme == tmp_path / "R.md"
+
+
 def test_two_nodes_run_only_where_the_closing_section_prints_a_command_that_runs(tmp_path, capsys):
     """--nodes 2 adds MultiGPU's runs across two nodes on this machine (every device of each, per
     pipeline) for the notebooks whose closing section prints a runnable multi-node command; the
