@@ -51,7 +51,7 @@ def main(argv=None):
         # imports and compilers, which leave the second of two cores idle.
         workers = str(min(2, os.cpu_count() or 1))
         return subprocess.call([sys.executable, "-m", "pytest", "-q", "-n", workers, "--dist", "loadscope",
-                                str(ROOT / "tests")], cwd=ROOT)
+                                "--no-loadscope-reorder", str(ROOT / "tests")], cwd=ROOT)
     if arguments.jupyter is not None:
         from runner import jupyter
 

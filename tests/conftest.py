@@ -15,6 +15,20 @@ if str(REPOSITORY_ROOT) not in sys.path:
 SPLIT_BY_FRAMEWORK = ("test_notebooks.py", "test_plain_loops.py", "test_nodes.py")
 
 
+# The longest scopes first: run_all.py --self-test hands the scopes to the workers in collection order
+# (--no-loadscope-reorder; xdist's own order, most tests first, left the runs across two nodes,
+# minutes each in one or two tests, to the end, where one worker ran them while the other idled).
+LONGEST_FIRST = ("test_nodes.py", "test_notebooks.py", "test_plain_loops.py")
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        module = item.nodeid.partition("::")[0].rsplit("/", 1)[-1]
+        return LONGEST_FIRST.index(module) if module in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """xdist's per-module scheduling (a module's tests share its fixtures and may assume none of its
