@@ -1,11 +1,18 @@
 """The MultiGPU task's shared pieces: DenseNet-121's layout and start, the equivalence check, the
 images' augmentation and normalisation, the validation AUC, and the synthetic X-rays."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from common import densenet, flops, xray_images
 from common.loaders import chestxray
 from common.params import get_params
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_densenet121_has_its_120_convolutions_and_7_million_weights():
@@ -93,6 +100,23 @@ def test_mean_auc_is_the_rank_statistic_of_each_label_with_both_classes():
     assert xray_images.mean_auc(labels, scores) == 0.75
     assert xray_images.auc([1, 0], [0.5, 0.5]) == 0.5  # a tie counts half
     assert np.isnan(xray_images.mean_auc(np.zeros((3, 2)), np.ones((3, 2))))
+
+
+def test_processes_writing_the_same_synthetic_xrays_at_once_all_get_them(tmp_path):
+    """The processes of a run across two nodes on one machine fill an empty cache at the same time
+    (a shared temporary name once let one process move another's file away: FileNotFoundError)."""
+    code = ("from common.loaders import chestxray; import numpy as np; "
+            "names = [f'{i:08d}_000.png' for i in range(40)]; "
+            "paths = chestxray.synthetic_pngs(names, size=128); "
+            "assert all(np.array_equal(np.asarray(__import__('PIL.Image').Image.open(p)), "
+            "chestxray.synthetic_image(p.name, 128)) for p in paths); print('ok')")
+    env = dict(os.environ, ROSETTA_CACHE=str(tmp_path))
+    writers = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outcomes = [writer.communicate(timeout=300) for writer in writers]
+    assert [writer.returncode for writer in writers] == [0] * 4, [err[-2000:] for _, err in outcomes]
+    folder = tmp_path / "data" / "chestxray" / "synthetic-128"
+    assert sorted(path.name for path in folder.iterdir()) == [f"{i:08d}_000.png" for i in range(40)]
 
 
 def test_synthetic_xrays_are_deterministic_pngs_decoded_and_resized_by_pillow(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ import csv
 import gzip
 import io
 import os
+import socket
 import zlib
 from pathlib import Path
 
@@ -131,7 +132,10 @@ def synthetic_pngs(names, size=SYNTHETIC_SIZE):
     if missing:
         print(f"[data] writing {len(missing)} synthetic {size}×{size} X-ray PNGs into {folder} (once)")
     for name, path in missing:
-        partial = path.with_suffix(".partial.png")
+        # Named by host and process: the processes of a run across nodes write the same images
+        # at once (a shared name let one move another's file away). os.replace is atomic, so a
+        # crash never leaves a half-written PNG under the final name.
+        partial = path.with_name(f".{path.stem}.{socket.gethostname()}.{os.getpid()}.partial.png")
         Image.fromarray(synthetic_image(name, size)).save(partial)
-        partial.replace(path)  # a crash never leaves a half-written PNG under the final name
+        os.replace(partial, path)
     return paths
