@@ -1,6 +1,7 @@
 """Where the project keeps what it downloads or builds: one cache root outside the clone; and a
 small file there replaced whole."""
 import os
+import socket
 from pathlib import Path
 
 CACHE_VARIABLE = "ROSETTA_CACHE"
@@ -25,10 +26,17 @@ def results_dir():
     return REPOSITORY_ROOT / "results"
 
 
+def staging_path(path):
+    """Where one process writes `path` before os.replace moves it into place in one step: a name of
+    this host's and process's own, since several processes may fill the same cache file at once
+    (the test suite's two workers, the nodes of a run across machines on a shared home)."""
+    return path.with_name(f".{path.name}.{socket.gethostname()}.{os.getpid()}.part")
+
+
 def write_whole(path, text):
     """Replace `path` with `text` in one step: two runs may write or read the same small file at once
     (a checksum sidecar, a kernel spec, an environment's marker: the test suite's two workers), and
     neither may see it half-written."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    temporary = staging_path(path)
     temporary.write_text(text)
     os.replace(temporary, path)

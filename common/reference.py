@@ -24,7 +24,6 @@ Framework-neutral layout (Keras' own, which most frameworks are one transpose aw
   FCN5          dense1..dense4, sigmoid after the first three.
 """
 import functools
-import os
 
 import numpy as np
 
@@ -327,7 +326,7 @@ def training_trajectory(task, params, dataset):
     import json
 
     from common import batches
-    from common.paths import data_cache
+    from common.paths import data_cache, write_whole
 
     if task not in TRAJECTORY_TASKS:
         raise ValueError(f"no training trajectory for {task!r}; valid: {', '.join(TRAJECTORY_TASKS)}")
@@ -349,9 +348,7 @@ def training_trajectory(task, params, dataset):
             losses.append(float(loss))
         epoch_losses.append(float(np.mean(losses)))
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_suffix(f".{os.getpid()}.tmp")
-    staging.write_text(json.dumps({"epoch_losses": epoch_losses}))
-    staging.replace(path)  # atomic: two notebooks computing at once write the same file
+    write_whole(path, json.dumps({"epoch_losses": epoch_losses}))  # two notebooks may compute it at once
     return epoch_losses
 
 

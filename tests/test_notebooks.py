@@ -54,12 +54,12 @@ def run(folder, framework, tasks, data, *extra, cores=None):
     results = folder / "results"
     readme = folder / "README.md"
     readme.write_text(f"{report.BEGIN_MARKER}\n{report.END_MARKER}\n")
-    cores = cores or sorted(os.sched_getaffinity(0))
     result = subprocess.run(
         [sys.executable, str(ROOT / "run_all.py"), "--frameworks", framework, "--tasks", ",".join(tasks),
          "--profile", "smoke", "--data", data, "--timeout", "900", "--results-dir", str(results),
          "--readme", str(readme), *extra],
-        capture_output=True, text=True, cwd=ROOT, timeout=3600, preexec_fn=lambda: os.sched_setaffinity(0, cores),
+        capture_output=True, text=True, cwd=ROOT, timeout=3600,
+        preexec_fn=None if cores is None else lambda: os.sched_setaffinity(0, cores),
         # The records still name the whole machine (as after runner pinning: common.probe.cpu_cores).
         env=dict(os.environ, ROSETTA_RUNNER="1", **{probe.MACHINE_CORES_VARIABLE: str(probe.cpu_cores())}))
     print(result.stdout[-3000:], result.stderr[-3000:])

