@@ -19,6 +19,7 @@ runner/regenerate.py  --docs, and the end of every run: README tables, plots, do
 runner/jupyter.py     --jupyter: JupyterLab, and the papermill line for one notebook
 """
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -50,8 +51,22 @@ def main(argv=None):
         # Two workers (tests/conftest.py groups the tests): most of the suite is kernels starting,
         # imports and compilers, which leave the second of two cores idle.
         workers = str(min(2, os.cpu_count() or 1))
-        return subprocess.call([sys.executable, "-m", "pytest", "-q", "-n", workers, "--dist", "loadscope",
-                                "--no-loadscope-reorder", str(ROOT / "tests")], cwd=ROOT)
+        from runner import environments
+        from runner.frameworks import RUNNABLE
+
+        # The frameworks' environments, built one after another behind the first tests (in the order
+        # the tests need them), so that a worker reaching a framework finds it built: a build from
+        # nothing is mostly downloads and disk, and a worker waiting on its own leaves its core idle.
+        builder = environments.build_in_background(
+            dict.fromkeys(framework.environment for framework in RUNNABLE.values()),
+            environments.cache_root() / "envs" / "self-test-builds.log")
+        try:
+            return subprocess.call([sys.executable, "-m", "pytest", "-q", "-n", workers, "--dist", "loadscope",
+                                    "--no-loadscope-reorder", str(ROOT / "tests")], cwd=ROOT)
+        finally:
+            if builder.poll() is None:
+                os.killpg(builder.pid, signal.SIGTERM)  # an unfinished build is redone next time
+            builder.wait()
     if arguments.jupyter is not None:
         from runner import jupyter
 

@@ -95,7 +95,9 @@ def ensure_system_packages(name, log=print):
     missing = missing_system_packages(packages)
     if not missing:
         return
-    install = ["apt-get", "install", "-y", "--no-install-recommends", *missing]
+    # Another build may hold dpkg's lock (two environments' packages at once): wait for it.
+    wait = ["-o", "DPkg::Lock::Timeout=600"]
+    install = ["apt-get", *wait, "install", "-y", "--no-install-recommends", *missing]
     prefix = []
     if os.geteuid() != 0:
         if not shutil.which("sudo"):
@@ -104,7 +106,7 @@ def ensure_system_packages(name, log=print):
         prefix = ["sudo", "-n"]
     log(f"[env] installing Debian packages for '{name}': {' '.join(missing)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    update = subprocess.run(prefix + ["apt-get", "update"], env=env, capture_output=True, text=True)
+    update = subprocess.run(prefix + ["apt-get", *wait, "update"], env=env, capture_output=True, text=True)
     result = subprocess.run(prefix + install, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"installing {' '.join(missing)} failed (apt-get update said: "
@@ -142,6 +144,25 @@ def build(name, log=print, accelerator="cpu"):
         if (path / COMPLETE_MARKER).exists():
             return path
         return _build_locked(name, path, log, accelerator)
+
+
+def build_in_background(names, log_path):
+    """Start one process that builds the CPU builds of `names` in turn, at low priority, then
+    resolves the GPU builds' requirements (resolve_requirements, kept in the cache), writing what it
+    does to `log_path`; the Popen (its own process group). A caller that needs one of those builds
+    meanwhile waits on its lock, as for any other build (build)."""
+    missing = [name for name in names if not is_built(name)]
+    script = ("import sys\nfrom concurrent.futures import ThreadPoolExecutor\nfrom runner import environments\n"
+              "for name in sys.argv[1:]:\n    environments.build(name, log=lambda line: print(line, flush=True))\n"
+              "names = sorted(environments.gpu_environments())\n"
+              "with ThreadPoolExecutor(len(names)) as pool:\n"
+              "    list(pool.map(environments.resolve_requirements, names))\n"
+              "print('[env] GPU builds resolved:', ', '.join(names), flush=True)\n")
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        return subprocess.Popen([sys.executable, "-c", script, *missing], cwd=REPOSITORY_ROOT, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=lambda: os.nice(10))
 
 
 def _build_locked(name, path, log, accelerator):

@@ -23,6 +23,8 @@ MULTI_NODE = ("pytorch", "tensorflow", "jax_flax")
 # the framework whose run is killed: PyTorch's, the quickest (TensorFlow's and JAX's spend minutes
 # compiling DenseNet-121 at smoke size on two cores).
 TRAINING_BEGUN = {"pytorch": "parameters:"}
+# JAX's nodes compile DenseNet-121 at -O0, as its smoke runs on one machine do (tests/test_notebooks.py).
+NODE_ENVIRONMENT = {"jax_flax": {"XLA_FLAGS": "--xla_backend_optimization_level=0"}}
 
 
 def multigpu_notebooks():
@@ -67,7 +69,7 @@ def test_the_parameters_of_the_printed_papermill_line_are_the_runs_own():
 @pytest.mark.parametrize("framework", MULTI_NODE)
 def test_two_nodes_on_localhost_train_the_same_model_as_one_process(framework, tmp_path):
     began = time.monotonic()
-    process = run_nodes(tmp_path, framework)
+    process = run_nodes(tmp_path, framework, env=NODE_ENVIRONMENT.get(framework, {}))
     output, _ = process.communicate(timeout=900)
     print(output[-3000:], f"\n{framework}: two nodes in {time.monotonic() - began:.0f} s")
     assert process.returncode == 0, output[-3000:]

@@ -13,6 +13,8 @@ from common import probe
 from runner.frameworks import RUNNABLE
 from runner import environments, plain_loops
 
+import worker_cores
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -37,11 +39,13 @@ def test_every_framework_and_task_has_a_plain_loop_or_a_reason():
 @pytest.mark.parametrize("framework, task", plain_loops.planned(), ids=lambda value: str(value))
 def test_plain_loop_runs_and_reports_a_rate(framework, task):
     python = environments.environment_python(environments.build(RUNNABLE[framework].environment))
-    command, env = plain_loops.loop_command(framework, task, python, "smoke", threads=1, steps=2)
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+    command, env = plain_loops.loop_command(framework, task, python, "smoke", threads=worker_cores.THREADS, steps=2)
+    # On this worker's own cores, as its smoke runs (tests/worker_cores.py).
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env,
+                            preexec_fn=worker_cores.pin())
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["task"] == task and report["steps"] == 2 and report["threads"] == 1
+    assert report["task"] == task and report["steps"] == 2 and report["threads"] == worker_cores.THREADS
     assert report["items_per_second"] > 0
 
 
