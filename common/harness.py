@@ -35,8 +35,10 @@ class Run:
         self.params = dict(params.get_params(task, profile), **settings)
         # Set by the runner (--emulate-bf16) where the framework only emulates bf16: a short run for the checks.
         self.emulated = os.environ.get(EMULATED_BF16) if frameworks.precision(variant) != "fp32" else None
-        if self.emulated and task in params.EMULATED_BF16_RUN:
-            self.params.update(params.EMULATED_BF16_RUN[task], accuracy_run=False)
+        # So is a smoke run of a variant (params.SHORT_RUN).
+        short = bool(self.emulated) or (profile == "smoke" and variant != frameworks.DEFAULT_VARIANT)
+        if short and task in params.SHORT_RUN:
+            self.params.update(params.SHORT_RUN[task], accuracy_run=False)
         cores = probe.physical_cores()  # before pin_threads narrows what this process may use
         self.threads = probe.pin_threads(threads)
         if task in params.THREAD_SWEEP_TASKS:
@@ -45,13 +47,15 @@ class Run:
             sweep = {name: self.params.pop(f"sweep_{name}", None) for name in ("n_train", "epochs")}
             sweep = {name: value for name, value in sweep.items() if value is not None}
             self.params["accuracy_run"] = self.threads >= cores and self.params.get("accuracy_run", True)
-            if not self.params["accuracy_run"] and not self.emulated:
+            if not self.params["accuracy_run"] and not short:
                 self.params.update(sweep)
         self.on_gpu = False
         self.started_at = now()
         print(f"{framework} · {task} · {variant} · profile {profile} · {self.threads} thread(s)")
         if self.emulated:
             print(f"{self.emulated}: emulated, a short run for the checks only")
+        elif short:
+            print(f"smoke run of variant {variant}: a short run for the checks only")
         print(self.params)
 
     def use_gpu(self, device, gpu_found):

@@ -129,9 +129,9 @@ def validity(record):
 
 
 def accuracy_judged(record):
-    """Accuracy is judged on a run meant to reach a target: not a thread sweep's timing runs nor an
-    emulated bf16 run's short one (accuracy_run False), nor a profile whose parameters set none
-    (FCN5's smoke run)."""
+    """Accuracy is judged on a run meant to reach a target: not a thread sweep's timing runs nor a
+    short run (accuracy_run False: an emulated bf16 run, a variant's smoke run; params.SHORT_RUN),
+    nor a profile whose parameters set none (FCN5's smoke run)."""
     return record.get("params", {}).get("accuracy_run", True) is not False and has_target(record) is not False
 
 
@@ -140,7 +140,7 @@ def required_checks(record):
     task, metrics = record.get("task"), record.get("metrics", {})
     required = REQUIRED_CHECKS.get(task, ())
     if not accuracy_judged(record):
-        required = tuple(check for check in required if check != "quality_target")  # an emulated bf16 run's
+        required = tuple(check for check in required if check != "quality_target")  # a short run's
     if task in THREAD_SWEEP_TASKS and accuracy_judged(record):
         required += ("quality_target",)
     if variant_precision(record.get("variant")) != "fp32":

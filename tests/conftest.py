@@ -18,7 +18,11 @@ SPLIT_BY_FRAMEWORK = ("test_notebooks.py", "test_plain_loops.py", "test_nodes.py
 # The longest scopes first: run_all.py --self-test hands the scopes to the workers in collection order
 # (--no-loadscope-reorder; xdist's own order, most tests first, left the runs across two nodes,
 # minutes each in one or two tests, to the end, where one worker ran them while the other idled).
-LONGEST_FIRST = ("test_nodes.py", "test_notebooks.py", "test_plain_loops.py")
+# After the framework runs, the modules of a minute or more (kernels, runs of made-up notebooks),
+# so that the suite ends on short ones.
+LONGEST_FIRST = ("test_nodes.py", "test_notebooks.py", "test_plain_loops.py", "test_runner.py",
+                 "test_broken_copies.py", "test_accelerators.py", "test_home.py", "test_bundle.py",
+                 "test_jupyter.py", "test_inference.py")
 
 
 def pytest_collection_modifyitems(items):
