@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from common import harness, records
+from common import harness, params, records
 
 
 def example(**changes):
@@ -75,12 +75,16 @@ def test_a_run_checks_its_variant_pins_threads_and_holds_accuracy_to_its_target(
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ValueError, match="valid: default, compiled"):
         harness.start("pytorch", "CNN", "smoke", "xla")
-    run = harness.start("pytorch", "CNN", "smoke", "compiled", threads=1, record_path=tmp_path / "r.jsonl")
-    assert run.params["n_train"] == 2048 and run.threads == 1
+    # In the smoke profile a variant's run is the short one for its checks: no accuracy target.
+    short = harness.start("pytorch", "CNN", "smoke", "compiled", threads=1)
+    assert short.params["n_train"] == params.SHORT_RUN["CNN"]["n_train"] and short.params["accuracy_run"] is False
+    assert short.finish(FakeDataSet(), {"test_accuracy": 0.2, "epoch_losses": [2.0, 1.0]})["checks"] == {}
+    run = harness.start("pytorch", "CNN", "quick", "compiled", threads=1, record_path=tmp_path / "r.jsonl")
+    assert run.params["n_train"] == params.get_params("CNN", "quick")["n_train"] and run.threads == 1
     assert all(os.environ[name] == "1" for name in probe.THREAD_VARIABLES)
     good = run.finish(FakeDataSet(), {"test_accuracy": 0.9, "epoch_losses": [2.0, 1.0]})
     low = run.finish(FakeDataSet(), {"test_accuracy": 0.2, "epoch_losses": [2.0, 1.0]}, threads=3, build="x")
-    assert good["checks"] == {"quality_target": 0.35, "quality_met": True}
+    assert good["checks"] == {"quality_target": params.quality_target("CNN", "quick", "synthetic"), "quality_met": True}
     assert low["checks"]["quality_met"] is False
     assert good["hardware"]["threads_pinned"] == 1 and good["hardware"]["thread_settings"]["OMP_NUM_THREADS"] == "1"
     # threads: what the framework reports, beside what was pinned; extra versions are kept.
