@@ -388,7 +388,8 @@ def device_table(task, task_cells, link=str):
                                                         key=lambda item: tuple(map(str, item[0]))):
         rows = sorted({row for cells in by_setting.values() for row in cells})
         n_devices = max((int(_number(r.get("metrics", {}).get("devices")) or 0)
-                         for setting, cells in by_setting.items() if len(setting) == 2 for r in cells.values()), default=0)
+                         for setting, cells in by_setting.items() if len(setting) == 2 and setting[0] == 0
+                         for r in cells.values()), default=0)
         sample = next(iter(next(iter(by_setting.values())).values()))
         batch_size = sample.get("params", {}).get("batch_size")
         on_cpu = not sample.get("hardware", {}).get("gpu_count")

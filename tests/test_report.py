@@ -324,6 +324,9 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     markdown = report.results_markdown(written)
     assert "| framework | 1 device, RAM | 1 device, disk | 2 devices, RAM | 2 devices, disk | scaling, RAM | scaling, disk |" in markdown
     assert "CPU-only host" in markdown
+    # Only 1-device runs: the columns of several devices say N, not the 1 of the runs shown.
+    assert "| 1 device, disk | N devices, RAM | N devices, disk |" in report.results_markdown(
+        [multigpu("pytorch", 1, "ram", 10.0), multigpu("pytorch", 1, "disk", 8.0)])
     pytorch = next(line for line in markdown.splitlines() if line.startswith("| PyTorch |"))
     assert "**10.0** img/s · epoch 13 s · AUC 0.500" in pytorch
     assert pytorch.endswith("| 45 % | 38 % |")  # 9 / (2 × 10), 6 / (2 × 8)
