@@ -83,11 +83,12 @@ def main(argv=None):
         # Two workers (tests/conftest.py groups the tests): most of the suite is kernels starting,
         # imports and compilers, which leave the second of two cores idle.
         workers = str(min(2, os.cpu_count() or 1))
+        builder = int(os.environ.pop(SELF_TEST_BUILDER))  # not handed down to the tests
         try:
             return subprocess.call([sys.executable, "-m", "pytest", "-q", "-n", workers, "--dist", "loadscope",
                                     "--no-loadscope-reorder", str(ROOT / "tests")], cwd=ROOT)
         finally:
-            stop_self_test_builds(int(os.environ.pop(SELF_TEST_BUILDER)))
+            stop_self_test_builds(builder)
     if arguments.jupyter is not None:
         from runner import jupyter
 

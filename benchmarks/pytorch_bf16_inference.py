@@ -3,13 +3,20 @@ Inference notebook's bf16 path (autocast entered per call, channels-last, conv b
 ResNet50) against a model without conv biases, the whole model cast to bfloat16, and fp32 with batch
 norm folded into the convolutions (torch.jit.freeze) (issue 25). Run in the torch environment:
     python benchmarks/pytorch_bf16_inference.py [rounds]"""
-import sys, time
+import sys
+import time
 from collections import OrderedDict
+from pathlib import Path
+
 import torch
 from torch import nn
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common.params import get_params  # noqa: E402
+from common.resnet_weights import STAGES  # noqa: E402
+
 torch.set_num_threads(2)
-STAGES = ((2, 3, 64), (3, 4, 128), (4, 6, 256), (5, 3, 512))
+EPSILON, BATCH = (get_params("Inference")[name] for name in ("bn_epsilon", "batch_size"))  # the notebook's
 
 class Bottleneck(nn.Module):
     def __init__(self, n_in, filters, stride, bias):
@@ -19,7 +26,7 @@ class Bottleneck(nn.Module):
             layers["0"] = (n_in, 4 * filters, 1, stride)
         for name, (a, b, k, s) in layers.items():
             self.add_module(f"{name}_conv", nn.Conv2d(a, b, k, stride=s, padding=k // 2, bias=bias))
-            self.add_module(f"{name}_bn", nn.BatchNorm2d(b, eps=1.001e-5))
+            self.add_module(f"{name}_bn", nn.BatchNorm2d(b, eps=EPSILON))
         self.has_shortcut = "0" in layers
         self.relu = nn.ReLU(inplace=True)
 
@@ -32,7 +39,7 @@ class Bottleneck(nn.Module):
         return self.relu(out + shortcut)
 
 def create(bias=True):
-    m = {"conv1_conv": nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=bias), "conv1_bn": nn.BatchNorm2d(64),
+    m = {"conv1_conv": nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=bias), "conv1_bn": nn.BatchNorm2d(64, eps=EPSILON),
          "conv1_relu": nn.ReLU(inplace=True), "pool1_pool": nn.MaxPool2d(3, stride=2, padding=1)}
     n_in = 64
     for stage, n_blocks, filters in STAGES:
@@ -42,7 +49,7 @@ def create(bias=True):
     m["avg_pool"] = nn.AdaptiveAvgPool2d(1); m["flatten"] = nn.Flatten()
     return nn.Sequential(OrderedDict(m)).to(memory_format=torch.channels_last).eval()
 
-x = torch.randn(32, 3, 224, 224).contiguous(memory_format=torch.channels_last)
+x = torch.randn(BATCH, 3, 224, 224).contiguous(memory_format=torch.channels_last)
 model = create()
 nobias = create(bias=False)
 bf16_model = create().to(torch.bfloat16)
@@ -56,13 +63,8 @@ def per_call(m):
             return m(x)
     return f
 
-def one_context(m):
-    def f():
-        return m(x)
-    return f
-
 cases = {
-    "fp32": lambda: (torch.inference_mode().__enter__(), model(x))[1],
+    "fp32": lambda: model(x),
     "autocast per call (notebook)": per_call(model),
     "autocast per call, no conv bias": per_call(nobias),
     "model.to(bfloat16), bf16 input": lambda: bf16_model(xb),
@@ -78,6 +80,6 @@ with torch.inference_mode():
             s = time.perf_counter()
             for _ in range(3):
                 f()
-            rates[name].append(3 * 32 / (time.perf_counter() - s))
+            rates[name].append(3 * BATCH / (time.perf_counter() - s))
 for name, r in rates.items():
     print(f"{name:36s} {max(r):7.1f} img/s  ({', '.join(f'{v:.1f}' for v in r)})")

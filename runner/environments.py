@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from common import timing
@@ -147,22 +148,32 @@ def build(name, log=print, accelerator="cpu"):
 
 
 def build_in_background(names, log_path):
-    """Start one process that builds the CPU builds of `names` in turn, at low priority, then
-    resolves the GPU builds' requirements (resolve_requirements, kept in the cache), writing what it
-    does to `log_path`; the Popen (its own process group). A caller that needs one of those builds
-    meanwhile waits on its lock, as for any other build (build)."""
+    """Start one process, at low priority and in its own process group, that runs build_then_resolve
+    on the CPU builds of `names` still missing, writing what it does to `log_path`; the Popen. A
+    caller that needs one of those builds meanwhile waits on its lock, as for any other build."""
     missing = [name for name in names if not is_built(name)]
-    script = ("import sys\nfrom concurrent.futures import ThreadPoolExecutor\nfrom runner import environments\n"
-              "for name in sys.argv[1:]:\n    environments.build(name, log=lambda line: print(line, flush=True))\n"
-              "names = sorted(environments.gpu_environments())\n"
-              "with ThreadPoolExecutor(len(names)) as pool:\n"
-              "    list(pool.map(environments.resolve_requirements, names))\n"
-              "print('[env] GPU builds resolved:', ', '.join(names), flush=True)\n")
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    script = "import sys\nfrom runner import environments\nenvironments.build_then_resolve(sys.argv[1:])"
     with open(log_path, "w") as log:
         return subprocess.Popen([sys.executable, "-c", script, *missing], cwd=REPOSITORY_ROOT, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=lambda: os.nice(10))
+
+
+def build_then_resolve(names):
+    """Build the CPU builds of `names` in turn, then resolve every GPU build's requirements (kept in
+    the cache): build_in_background's work."""
+    for name in names:
+        build(name, log=lambda line: print(line, flush=True))
+    print("[env] GPU builds resolved:", ", ".join(resolve_gpu_requirements()), flush=True)
+
+
+def resolve_gpu_requirements():
+    """{environment: its CUDA build's resolution (resolve_requirements)} for every GPU build, resolved
+    side by side (the registry queries are network-bound)."""
+    names = sorted(gpu_environments())
+    with ThreadPoolExecutor(len(names)) as pool:
+        return dict(zip(names, pool.map(resolve_requirements, names)))
 
 
 def _build_locked(name, path, log, accelerator):

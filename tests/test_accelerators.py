@@ -5,7 +5,6 @@ for this Python on Linux x86_64 (package metadata only, nothing downloaded)."""
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -133,9 +132,7 @@ GPU_PACKAGES = {"torch": "nvidia-cudnn-cu13", "tensorflow": "nvidia-cudnn-cu12",
 
 
 def test_every_gpu_requirement_file_resolves_for_this_python_on_linux_x86_64():
-    names = sorted(environments.gpu_environments())
-    with ThreadPoolExecutor(len(names)) as pool:  # network-bound: resolve them side by side
-        resolved = dict(zip(names, pool.map(environments.resolve_requirements, names)))
+    resolved = environments.resolve_gpu_requirements()
     for name, packages in resolved.items():
         assert GPU_PACKAGES[name] in packages, (name, sorted(packages))
         for line in environments.requirements_file(name, "cuda").read_text().splitlines():

@@ -16,6 +16,8 @@ from common import records
 from runner import nodes, report
 from runner.frameworks import notebook_name, RUNNABLE
 
+from test_notebooks import UNOPTIMISED_XLA
+
 ROOT = Path(__file__).resolve().parent.parent
 # The frameworks whose closing section prints commands that run as they stand.
 MULTI_NODE = ("pytorch", "tensorflow", "jax_flax")
@@ -23,8 +25,8 @@ MULTI_NODE = ("pytorch", "tensorflow", "jax_flax")
 # the framework whose run is killed: PyTorch's, the quickest (TensorFlow's and JAX's spend minutes
 # compiling DenseNet-121 at smoke size on two cores).
 TRAINING_BEGUN = {"pytorch": "parameters:"}
-# JAX's nodes compile DenseNet-121 at -O0, as its smoke runs on one machine do (tests/test_notebooks.py).
-NODE_ENVIRONMENT = {"jax_flax": {"XLA_FLAGS": "--xla_backend_optimization_level=0"}}
+# JAX's nodes compile DenseNet-121 unoptimised, as its smoke runs on one machine do.
+NODE_ENVIRONMENT = {"jax_flax": UNOPTIMISED_XLA}
 
 
 def multigpu_notebooks():
