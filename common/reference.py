@@ -318,10 +318,20 @@ TRAIN_TRAJECTORY_TOLERANCE = 1e-4
 BF16_TRAIN_TRAJECTORY_TOLERANCE = 0.1
 
 
+def trajectory_code():
+    """The code a training trajectory is computed by (numpy_models and this module), so that a cached
+    trajectory is not read back after that code changed."""
+    import inspect
+    import sys
+
+    return "".join(inspect.getsource(module) for module in (numpy_models, sys.modules[__name__])).encode()
+
+
 def training_trajectory(task, params, dataset):
     """The epoch-mean training losses of the whole run in float32 numpy, from initial_weights over
     common.batches' order on `dataset`'s training set; cached in the data cache under a digest of
-    everything they depend on (the first notebook of a run computes them, the others read them)."""
+    everything they depend on, the code included (the first notebook of a run computes them, the
+    others read them)."""
     import hashlib
     import json
 
@@ -333,6 +343,7 @@ def training_trajectory(task, params, dataset):
     x, y = np.ascontiguousarray(dataset.x_train, np.float32), np.ascontiguousarray(dataset.y_train, np.int64)
     digest = hashlib.sha256(repr((task, SEED, batches.SEED, params["epochs"], params["batch_size"],
                                   params["learning_rate"], params["momentum"], params["layer_sizes"])).encode())
+    digest.update(trajectory_code())
     digest.update(x.tobytes())
     digest.update(y.tobytes())
     path = data_cache() / "trajectories" / f"{task}-{digest.hexdigest()[:20]}.json"
