@@ -3,7 +3,8 @@ results/broken_copies.jsonl: the far side of every bound in the README's margins
 
     python3 benchmarks/broken_copies.py                          # numpy copies and every broken engine
     python3 benchmarks/broken_copies.py --engines pytorch,gluon  # numpy copies and those engines
-    python3 benchmarks/broken_copies.py --engines none           # the numpy copies only (about 2 minutes)
+    python3 benchmarks/broken_copies.py --engines none           # the numpy copies only (about 2 minutes; 12 more where
+                                                                 # FCN5's quick-run trajectories are not cached)
     python3 benchmarks/broken_copies.py --engines jax_flax --skip-numpy
 
 Run it in the runner's environment (python3 run_all.py builds it; its python is printed by

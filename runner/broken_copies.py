@@ -241,25 +241,31 @@ def feature_copies(size=64):
     return [(check, copy, value, bounds[check]) for check, copy, value in copies]
 
 
-def trajectory_copies():
-    """[(check, copy, error, bound)] of FCN5's trajectory check: the smoke run on synthetic digits
-    with a wrong hyper-parameter, against the right one (each cached in the data cache, as a
-    notebook's reference trajectory is)."""
+def trajectory_copies(profile="smoke"):
+    """[(check, copy, error, bound)] of FCN5's trajectory check: a run with a wrong hyper-parameter
+    against the right one (each cached in the data cache, as a notebook's reference trajectory is).
+    smoke: 2 epochs on 512 synthetic digits, as the tests' runs; quick: the quick profile's run
+    (6 epochs of MNIST, through the sigmoid plateau), as the tables' runs, about 4 minutes a run
+    where it is not cached: how far a mistake moves the epoch losses depends on the run's length."""
     from common import data, reference
     from common.params import get_params
 
-    dataset = data.load_mnist(512, 64, data="synthetic")
-    params = dict(get_params("FCN5", "smoke"), epochs=2)
+    if profile == "smoke":
+        dataset = data.load_mnist(512, 64, data="synthetic")
+        params, suffix = dict(get_params("FCN5", "smoke"), epochs=2), ""
+    else:
+        params, suffix = get_params("FCN5", profile), f", the {profile} run"
+        dataset = data.load_mnist(params["n_train"], params["n_test"])
     expected = reference.training_trajectory("FCN5", params, dataset)
     found = []
     for copy, changed in (("learning rate 10 % off", dict(params, learning_rate=1.1 * params["learning_rate"])),
                           ("no momentum", dict(params, momentum=0.0))):
         losses = reference.training_trajectory("FCN5", changed, dataset)
-        found.append(("FCN5 trajectory", copy, float(np.abs(np.subtract(losses, expected)).max()),
+        found.append(("FCN5 trajectory", copy + suffix, float(np.abs(np.subtract(losses, expected)).max()),
                       reference.TRAIN_TRAJECTORY_TOLERANCE))
     return found
 
 
 def numpy_copies():
-    training = parity_copies() + trajectory_copies()
+    training = parity_copies() + trajectory_copies() + trajectory_copies("quick")
     return training + feature_copies() + bf16_copies(training)
