@@ -193,11 +193,10 @@ def test_fcn5_training_trajectory_is_cached_and_tells_a_wrong_learning_rate(tmp_
     assert len(expected) == 2 and len(list(tmp_path.rglob("FCN5-*.json"))) == 1
     assert reference.training_trajectory("FCN5", params, dataset) == expected  # read from the cache
     # Changed code is not answered from the cache: the trajectory is computed again, beside the first.
-    monkeypatch.setattr(reference, "trajectory_code", lambda: b"numpy_models as edited")
-    assert reference.training_trajectory("FCN5", params, dataset) == expected
+    with monkeypatch.context() as patch:
+        patch.setattr(reference, "trajectory_code", lambda: b"numpy_models as edited")
+        assert reference.training_trajectory("FCN5", params, dataset) == expected
     assert len(list(tmp_path.rglob("FCN5-*.json"))) == 2
-    monkeypatch.undo()
-    monkeypatch.setenv("ROSETTA_CACHE", str(tmp_path))
     assert reference.train_trajectory("FCN5", params, dataset, expected)["train_trajectory_max_abs_error"] == 0
     wrong = reference.training_trajectory("FCN5", dict(params, learning_rate=0.055), dataset)
     error = reference.train_trajectory("FCN5", params, dataset, wrong)["train_trajectory_max_abs_error"]
