@@ -33,12 +33,14 @@ def bf16_not_native(arguments, variant):
 def thread_counts(task, arguments, threads, variant=DEFAULT_VARIANT):
     """A THREAD_SWEEP_TASKS task (FCN5) runs at 1, 2, 4, … threads up to the physical cores, each
     in a fresh kernel (most frameworks size their pools at import), unless --threads names one
-    count or the variant is a bf16 one emulated here (its speed means nothing: one run for its
-    checks); every other task runs on `threads`."""
+    count, the notebooks run on a GPU (where the CPU threads only feed it) or the variant is a bf16
+    one emulated here (its speed means nothing: one run for its checks); every other task runs on
+    `threads`."""
     from common import probe
 
     emulated = arguments.emulate_bf16 and bf16_not_native(arguments, variant)
-    if task in THREAD_SWEEP_TASKS and not arguments.threads and not emulated:
+    on_gpu = arguments.accelerator == "cuda"
+    if task in THREAD_SWEEP_TASKS and not arguments.threads and not emulated and not on_gpu:
         return probe.thread_sweep()
     return [threads]
 

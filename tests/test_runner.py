@@ -238,6 +238,21 @@ def test_the_thread_sweep_counts_powers_of_two_up_to_the_physical_cores():
     assert probe.thread_sweep()[-1] == probe.physical_cores()
 
 
+def test_fcn5_sweeps_threads_on_the_cpu_only(monkeypatch):
+    """On a GPU the CPU threads only feed the device: one FCN5 run, not one per thread count."""
+    from types import SimpleNamespace
+
+    from common import probe
+    from runner.plan import thread_counts
+
+    monkeypatch.setattr(probe, "physical_cores", lambda: 16)
+    for accelerator, expected in (("cpu", [1, 2, 4, 8, 16]), ("cuda", [16])):
+        arguments = SimpleNamespace(accelerator=accelerator, threads=0, emulate_bf16=False)
+        assert thread_counts("FCN5", arguments, 16) == expected
+        assert thread_counts("CNN", arguments, 16) == [16]
+    assert thread_counts("FCN5", SimpleNamespace(accelerator="cpu", threads=2, emulate_bf16=False), 2) == [2]
+
+
 def test_fcn5_runs_once_per_thread_count_unless_threads_names_one(fault_notebooks):
     """Each count of the sweep in its own kernel, its executed notebook kept apart; --resume skips
     the counts already recorded; --threads N runs that count only."""
