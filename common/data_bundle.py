@@ -52,12 +52,13 @@ def pack(real, n_first=None, n_second=None):
 
 def unpack(arrays):
     """The loader's return value again."""
-    kind, source = str(arrays["kind"]), str(arrays["source"])
+    kind = str(arrays["kind"])
     if kind == "texts":
-        return arrays["train"].tobytes().decode("ascii"), arrays["valid"].tobytes().decode("ascii"), source
+        return (arrays["train"].tobytes().decode("ascii"), arrays["valid"].tobytes().decode("ascii"),
+                str(arrays["source"]))
     if kind == "examples":
-        return (arrays["x_train"], arrays["y_train"]), (arrays["x_test"], arrays["y_test"]), source
-    return arrays
+        return (arrays["x_train"], arrays["y_train"]), (arrays["x_test"], arrays["y_test"]), str(arrays["source"])
+    return arrays  # named arrays (photos, labels): they carry no source
 
 
 def write(directory, key, arrays):

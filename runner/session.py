@@ -35,9 +35,16 @@ class Session:
         """The machine's peaks on `threads` pinned threads (common.peak: numpy's and the selected
         frameworks' own GEMMs over common.peak.GEMM_SIZES, and the theoretical peak), measured once
         per run and thread count, each in a fresh interpreter (the thread pools of this one are
-        already sized). Smoke runs, never shown, take numpy's smallest product only."""
+        already sized). Smoke runs, never shown, take numpy's smallest product only. None on a GPU
+        run: its speeds are held to no peak (runner.report.held_peak), and the GEMMs here would
+        mix the host's CPU with the GPU (JAX's land on the GPU, in TF32)."""
         from common import peak
         from runner import peaks
+
+        if self.accelerator == "cuda":
+            self.notebooks.peaks[threads] = {}
+            print("[run] no peak measured: the notebooks run on the GPU, whose speeds are held to none")
+            return
 
         pythons = []
         if self.arguments.profile != "smoke":

@@ -186,6 +186,8 @@ def test_a_gpu_host_runs_cuda_kernels_and_says_which_frameworks_have_no_gpu_buil
         assert lasagne["reason"].startswith("no GPU build: Theano's GPU backend")
         assert lasagne["hardware"]["gpu_name"] == GPU_NAME and lasagne["hardware"]["driver"] == DRIVER
         assert "skipped: no GPU build" in tables(readme)
+        # No CPU GEMMs for a GPU run: its speeds are held to no peak.
+        assert "no peak measured" in result.stdout and "peak" not in pytorch["hardware"]
     else:
         assert lasagne["status"] == "ok" and lasagne["params"]["device"] == "cpu"
     # A framework without a GPU build is no failure of the run: its row says why.

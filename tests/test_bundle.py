@@ -14,6 +14,7 @@ import pytest
 
 from common import data_bundle, records
 from common.data_choice import DataUnavailable
+from common.loaders import photos
 from runner import bundle, environments
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,13 +133,20 @@ def test_a_snapshot_round_trips_and_a_left_out_source_is_unavailable(tmp_path, m
     name, size, digest = data_bundle.write(tmp_path, "demo", data_bundle.pack(real, 2, None))
     texts = data_bundle.pack(("training text", "validation", "texts"), 5, None)
     text_name, _, text_digest = data_bundle.write(tmp_path, "words", texts)
+    # Named arrays, as the photos are carried (their JPEG bytes): no source, no train/test split.
+    jpeg = b"\xff\xd8 not really a photo \xff\xd9"
+    photo_arrays = {"kind": np.array("arrays"), "members": np.array(["imagenet_00_cat.jpg"]),
+                    "file_0": np.frombuffer(jpeg, np.uint8)}
+    photo_name, _, photo_digest = data_bundle.write(tmp_path, photos.BUNDLE_KEY, photo_arrays)
     (tmp_path / data_bundle.MANIFEST).write_text(json.dumps({
-        "files": {"demo": {"file": name, "sha256": digest}, "words": {"file": text_name, "sha256": text_digest}},
+        "files": {"demo": {"file": name, "sha256": digest}, "words": {"file": text_name, "sha256": text_digest},
+                  photos.BUNDLE_KEY: {"file": photo_name, "sha256": photo_digest}},
         "left_out": {"mnist": "too large"}}))
     monkeypatch.setenv(data_bundle.VARIABLE, str(tmp_path))
     (x_train, y_train), (x_test, y_test), source = data_bundle.read("demo")
     assert x_train.tolist() == [[1, 2], [3, 4]] and y_test.tolist() == [1] and source == "a source"
     assert data_bundle.read("words") == ("train", "validation", "texts")
+    assert photos._bundled_photos() == {"imagenet_00_cat.jpg": jpeg}
     with pytest.raises(DataUnavailable, match="left out of the data bundle \\(too large\\)"):
         data_bundle.read("mnist")
     with pytest.raises(DataUnavailable, match="not in the data bundle"):
