@@ -49,6 +49,20 @@ def test_plain_loop_runs_and_reports_a_rate(framework, task):
     assert report["items_per_second"] > 0
 
 
+def test_pytorch_s_inference_loop_runs_in_bf16_and_other_loops_refuse_the_flag():
+    """The yardstick of a bf16 notebook (issue 25): PyTorch's ResNet-50 loop under autocast."""
+    python = environments.environment_python(environments.build(RUNNABLE["pytorch"].environment))
+    script = str(plain_loops.LOOPS_DIR / "pytorch.py")
+    ran = subprocess.run([str(python), script, "Inference", "--profile", "smoke", "--steps", "1", "--bf16",
+                          "--threads", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    report = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert report["variant"] == "bf16" and report["items_per_second"] > 0
+    refused = subprocess.run([str(python), script, "CNN", "--profile", "smoke", "--steps", "1", "--bf16"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2 and "this framework's CNN loop has no bf16 form" in refused.stderr
+
+
 def test_the_command_records_each_loop_run_and_refuses_an_unknown_framework(tmp_path):
     command = [sys.executable, str(ROOT / "benchmarks" / "plain_loops.py"), "--results", str(tmp_path)]
     refused = subprocess.run(command + ["--frameworks", "caffe"], capture_output=True, text=True, cwd=ROOT)

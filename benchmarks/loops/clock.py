@@ -36,8 +36,8 @@ N_BATCHES = 4
 
 
 class Loop:
-    def __init__(self, task, profile, threads, steps=None):
-        self.task, self.profile, self.steps = task, profile, steps
+    def __init__(self, task, profile, threads, steps=None, bf16=False):
+        self.task, self.profile, self.steps, self.bf16 = task, profile, steps, bf16
         self.params = task_params.get_params(task, profile)
         self.threads = threads
         self.unit = UNITS[task]
@@ -121,19 +121,26 @@ class Loop:
 
     def report(self, items, seconds):
         result = {"task": self.task, "profile": self.profile, "threads": self.threads, "unit": self.unit,
+                  **({"variant": "bf16"} if self.bf16 else {}),
                   "items_per_second": items / seconds, "steps": self.timed_steps, "seconds": seconds}
         print(json.dumps(result), flush=True)
         return result
 
 
-def start(tasks):
+def start(tasks, bf16_tasks=()):
     """Parse the command line, pin the threads (before the framework is imported, as
-    `harness.start` does in the notebooks) and return the Loop."""
+    `harness.start` does in the notebooks) and return the Loop. `bf16_tasks`: the tasks whose loop
+    also runs in the framework's bf16 idiom (--bf16), beside a notebook's bf16 variant."""
     parser = argparse.ArgumentParser(description="One plain loop of a framework (see benchmarks/loops/clock.py).")
     parser.add_argument("task", choices=tasks)
     parser.add_argument("--profile", default="quick", choices=task_params.PROFILES)
     parser.add_argument("--threads", type=int, default=0, help="CPU threads; 0: every core this process may use")
     parser.add_argument("--steps", type=int, help="time this many steps after one warm-up step (the tests' check "
                         "that the loop runs; not a measurement)")
+    parser.add_argument("--bf16", action="store_true",
+                        help=f"the framework's bf16 idiom (for {', '.join(bf16_tasks) or 'no task'} of this loop)")
     arguments = parser.parse_args()
-    return Loop(arguments.task, arguments.profile, probe.pin_threads(arguments.threads), arguments.steps)
+    if arguments.bf16 and arguments.task not in bf16_tasks:
+        parser.error(f"--bf16: this framework's {arguments.task} loop has no bf16 form")
+    return Loop(arguments.task, arguments.profile, probe.pin_threads(arguments.threads), arguments.steps,
+                arguments.bf16)
