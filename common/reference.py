@@ -313,8 +313,10 @@ TRAJECTORY_TASKS = ("FCN5",)
 # than the bound (tests/test_reference.py).
 TRAIN_TRAJECTORY_TOLERANCE = 1e-4
 # A bf16 variant's whole run (mixed precision) against the same float32 numpy run: 4.1e-3 (PyTorch)
-# to 3.2e-2 (TensorFlow, Keras on TF) in the emulated short runs; a learning rate 10 % off moves the
-# smoke run by 0.36.
+# to 3.2e-2 (TensorFlow, Keras on TF) in the emulated short runs, 1.0e-3 to 3.8e-2 in the quick runs
+# with native bf16. Held to gross mistakes only (runner.broken_copies): no momentum moves the quick
+# run by 0.25, weights kept in bfloat16 without a float32 master copy by 0.27; both also miss the
+# accuracy target.
 BF16_TRAIN_TRAJECTORY_TOLERANCE = 0.1
 
 

@@ -191,7 +191,7 @@ def bf16_copies(training):
         task = check.removeprefix("training parity, ")
         if task in bounds and copy in BF16_OPTIMISER_COPIES:
             found.append((f"training parity (bf16), {task}", copy, error, bounds[task]))
-        elif check == "FCN5 trajectory":
+        elif check == "FCN5 trajectory" and copy.split(", the ")[0] in BF16_OPTIMISER_COPIES:
             found.append(("FCN5 trajectory (bf16)", copy, error, reference.BF16_TRAIN_TRAJECTORY_TOLERANCE))
     return found
 
@@ -241,12 +241,35 @@ def feature_copies(size=64):
     return [(check, copy, value, bounds[check]) for check, copy, value in copies]
 
 
-def trajectory_copies(profile="smoke"):
-    """[(check, copy, error, bound)] of FCN5's trajectory check: a run with a wrong hyper-parameter
-    against the right one (each cached in the data cache, as a notebook's reference trajectory is).
-    smoke: 2 epochs on 512 synthetic digits, as the tests' runs; quick: the quick profile's run
-    (6 epochs of MNIST, through the sigmoid plateau), as the tables' runs, about 4 minutes a run
-    where it is not cached: how far a mistake moves the epoch losses depends on the run's length."""
+def bf16_master_trajectory(params, dataset, stored=to_bfloat16):
+    """FCN5's float32 numpy run with one mixed-precision mistake: the weights and the momentum kept
+    in bfloat16 after every update (no float32 master copy), so that updates under half a bf16 step
+    of a weight are lost. The epoch-mean losses, as reference.training_trajectory's (`stored`: how a
+    value is kept; an identity gives that run itself)."""
+    from common import batches, numpy_models, reference
+
+    x, y = np.ascontiguousarray(dataset.x_train, np.float32), np.ascontiguousarray(dataset.y_train, np.int64)
+    weights = {name: stored(value).astype(np.float32) for name, value in reference.initial_weights("FCN5").items()}
+    state, epoch_losses = {}, []
+    for epoch in range(params["epochs"]):
+        losses = []
+        for index in batches.epoch_batches(len(x), params["batch_size"], epoch):
+            loss, grads = numpy_models.fcn5_gradients(weights, x[index], y[index], np.float32)
+            numpy_models.sgd(weights, grads, state, params["learning_rate"], params["momentum"])
+            for values in (weights, state):
+                for name in values:
+                    values[name] = stored(values[name]).astype(np.float32)
+            losses.append(float(loss))
+        epoch_losses.append(float(np.mean(losses)))
+    return epoch_losses
+
+
+def _trajectory_run(profile):
+    """(params, dataset, the copies' name suffix, the float32 run's epoch losses) of FCN5's run at
+    `profile`'s length. smoke: 2 epochs on 512 synthetic digits, as the tests' runs; quick: the quick
+    profile's run (6 epochs of MNIST, through the sigmoid plateau), as the tables' runs, about 4
+    minutes a run where it is not cached: how far a mistake moves the epoch losses depends on the
+    run's length."""
     from common import data, reference
     from common.params import get_params
 
@@ -256,7 +279,16 @@ def trajectory_copies(profile="smoke"):
     else:
         params, suffix = get_params("FCN5", profile), f", the {profile} run"
         dataset = data.load_mnist(params["n_train"], params["n_test"])
-    expected = reference.training_trajectory("FCN5", params, dataset)
+    return params, dataset, suffix, reference.training_trajectory("FCN5", params, dataset)
+
+
+def trajectory_copies(profile="smoke"):
+    """[(check, copy, error, bound)] of FCN5's trajectory check: a run with a wrong hyper-parameter
+    against the right one (each cached in the data cache, as a notebook's reference trajectory is),
+    at `profile`'s length (_trajectory_run)."""
+    from common import reference
+
+    params, dataset, suffix, expected = _trajectory_run(profile)
     found = []
     for copy, changed in (("learning rate 10 % off", dict(params, learning_rate=1.1 * params["learning_rate"])),
                           ("no momentum", dict(params, momentum=0.0))):
@@ -266,6 +298,21 @@ def trajectory_copies(profile="smoke"):
     return found
 
 
+BF16_MASTER_COPY = "weights and momentum kept in bfloat16 (no float32 master copy)"
+
+
+def bf16_trajectory_copies(profile="smoke"):
+    """[(check, copy, error, bound)] of the mistake only a mixed-precision run can make, against
+    the bf16 trajectory bound: bf16_master_trajectory against the float32 run."""
+    from common import reference
+
+    params, dataset, suffix, expected = _trajectory_run(profile)
+    losses = bf16_master_trajectory(params, dataset)
+    return [("FCN5 trajectory (bf16)", BF16_MASTER_COPY + suffix, float(np.abs(np.subtract(losses, expected)).max()),
+             reference.BF16_TRAIN_TRAJECTORY_TOLERANCE)]
+
+
 def numpy_copies():
     training = parity_copies() + trajectory_copies() + trajectory_copies("quick")
-    return training + feature_copies() + bf16_copies(training)
+    return (training + feature_copies() + bf16_copies(training)
+            + bf16_trajectory_copies() + bf16_trajectory_copies("quick"))

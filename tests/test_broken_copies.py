@@ -34,12 +34,27 @@ def test_the_bf16_training_bounds_stay_clear_of_the_gross_mistakes(trajectory_an
         ["every bias vector reversed"] * 3 + ["no momentum", "learning rate 10× too high", "SGD instead of Adam", "no momentum"])
     assert {check for check, _, _, _ in found} == {"training parity (bf16), CNN", "training parity (bf16), RNN",
                                                    "training parity (bf16), FCN5", "FCN5 trajectory (bf16)"}
+    # The whole run too is held to the gross mistakes only: a learning rate 10 % off moves a long run
+    # no more than bf16's rounding moves the plateau's end.
+    assert [copy for check, copy, _, _ in found if check == "FCN5 trajectory (bf16)"] == ["no momentum"]
     for check, copy, error, bound in found:
         assert bound == verdict.bounds()[check]
         assert error >= margins.MIN_MARGIN[check] * bound, f"{check}: {copy}: {error:.3g} is within the margin of {bound}"
     # Wider than the fp32 bound it sits beside.
     for task in ("CNN", "RNN", "FCN5"):
         assert reference.BF16_TRAIN_PARITY_TOLERANCE[task] > 100 * reference.TRAIN_PARITY_TOLERANCE[task]
+
+
+def test_the_bf16_master_copy_is_the_reference_run_with_one_mistake():
+    """Kept in float32 the copy's run is the float32 reference's; kept in bfloat16 it loses updates."""
+    import numpy as np
+
+    params, dataset, _, expected = broken_copies._trajectory_run("smoke")
+    assert broken_copies.bf16_master_trajectory(params, dataset, stored=lambda values: values) == expected
+    ((check, copy, error, bound),) = broken_copies.bf16_trajectory_copies("smoke")
+    assert check == "FCN5 trajectory (bf16)" and copy == broken_copies.BF16_MASTER_COPY
+    assert bound == verdict.bounds()[check] and error > 100 * reference.TRAIN_TRAJECTORY_TOLERANCE
+    assert np.isfinite(error)
 
 
 def test_the_feature_checks_catch_a_wrong_model_and_a_wrong_cast():
@@ -98,3 +113,20 @@ def test_the_margins_table_shows_both_sides_of_every_bound_and_flags_a_close_one
     assert "| 500× | 0.4 (pytorch: no all-reduce (Test CPU (2 cores))) | 400× |" in rows["MultiGPU equivalence"]
     # Today's bound, whatever the records held: a check without runs or copies says so.
     assert rows["training parity, RNN"] == "| training parity, RNN | 1e-04 | — | — | — | — |"
+
+
+def test_a_whole_run_is_held_beside_copies_of_its_own_length_from_the_newest_sitting():
+    quick_run = {"task": "FCN5", "status": "ok", "framework": "pytorch", "variant": "default", "profile": "quick",
+                 "hardware": {"cpu_model": "Test CPU", "cpu_cores": 2},
+                 "checks": {"train_trajectory_max_abs_error": 1e-6, "train_trajectory_tolerance": 1e-4}}
+    sitting = {"check": "FCN5 trajectory", "bound": 1e-4, "kind": "numpy", "started_at": "2026-12-04T10:00:00+00:00"}
+    broken = [dict(sitting, copy="learning rate 10 % off", error=0.36),  # the smoke run's length
+              dict(sitting, copy="learning rate 10 % off, the quick run", error=0.048),
+              # an older sitting's copy, dropped from the set since
+              dict(sitting, copy="a copy no longer computed, the quick run", error=0.002, started_at="2026-12-01T10:00:00+00:00")]
+    assert margins.copy_profile(broken[0]) == "smoke" and margins.copy_profile(broken[1]) == "quick"
+    (row,) = [row for row in margins.rows([quick_run], broken) if row[0] == "FCN5 trajectory"]
+    assert row[3] == (0.048, "learning rate 10 % off, the quick run")
+    # Without a correct run to pair them with, every copy of the newest sitting is shown.
+    (row,) = [row for row in margins.rows([], broken) if row[0] == "FCN5 trajectory"]
+    assert row[2] is None and row[3] == (0.048, "learning rate 10 % off, the quick run")
