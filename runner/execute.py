@@ -6,7 +6,32 @@ the runner reads the outcome from papermill's own exception rather than from the
 """
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
+
+REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
+
+
+def shown_path(path):
+    """`path` relative to the repository where it lies inside it, else its name: what an executed
+    notebook's metadata keeps of where it was run (no machine's own folders in committed results)."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(REPOSITORY_ROOT)) if resolved.is_relative_to(REPOSITORY_ROOT) else resolved.name
+
+
+def relativise_metadata(output):
+    """Rewrite papermill's absolute input_path and output_path in the executed notebook `output`."""
+    import nbformat
+
+    if not os.path.exists(output):
+        return
+    notebook = nbformat.read(output, as_version=4)
+    metadata = notebook.metadata.get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if metadata.get(key):
+            metadata[key] = shown_path(metadata[key])
+    nbformat.write(notebook, output)
 
 
 def main(argv=None):
@@ -42,9 +67,11 @@ def main(argv=None):
                   "timeout": isinstance(error, CellTimeoutError), "message": str(error)[-3000:]}
         with open(arguments.status, "w") as handle:
             json.dump(status, handle)
+        relativise_metadata(arguments.output)
         raise
     with open(arguments.status, "w") as handle:
         json.dump(status, handle)
+    relativise_metadata(arguments.output)
     return 0
 
 

@@ -149,6 +149,9 @@ def test_a_failing_and_a_hanging_notebook_are_recorded_and_the_run_goes_on(fault
     # Each executed notebook is kept, the failing one with its error.
     executed = list(results.glob("notebooks/*/quick/PyTorch_CNN.ipynb"))
     assert executed and "ZeroDivisionError" in executed[0].read_text()
+    # No machine's own folders in its metadata: outside the repository a path keeps its name only.
+    metadata = json.loads(executed[0].read_text())["metadata"]["papermill"]
+    assert (metadata["input_path"], metadata["output_path"]) == ("PyTorch_CNN.ipynb", "PyTorch_CNN.ipynb")
     # The machine's tables were regenerated with the failures said in their cells.
     text = tables(readme)
     assert "**12.5** img/s" in text
@@ -225,6 +228,13 @@ def test_repeat_runs_each_notebook_in_rounds_and_the_table_shows_the_spread(faul
 def test_repeat_must_be_a_positive_count(tmp_path):
     result = run_all("--repeat", "0", "--results-dir", str(tmp_path), timeout=60)
     assert result.returncode == 2 and "must be a positive number, not 0" in result.stderr
+
+
+def test_an_executed_notebook_keeps_paths_relative_to_the_repository():
+    from runner.execute import shown_path
+
+    assert shown_path(ROOT / "notebooks" / "PyTorch_CNN.ipynb") == "notebooks/PyTorch_CNN.ipynb"
+    assert shown_path("/elsewhere/results/PyTorch_CNN.ipynb") == "PyTorch_CNN.ipynb"
 
 
 def test_the_thread_sweep_counts_powers_of_two_up_to_the_physical_cores():
