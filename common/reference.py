@@ -351,17 +351,32 @@ def training_trajectory(task, params, dataset):
     path = data_cache() / "trajectories" / f"{task}-{digest.hexdigest()[:20]}.json"
     if path.exists():
         return json.loads(path.read_text())["epoch_losses"]
-    weights = {name: value.astype(np.float32) for name, value in initial_weights(task).items()}
+    epoch_losses = run_trajectory(task, params, x, y)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_whole(path, json.dumps({"epoch_losses": epoch_losses}))  # two notebooks may compute it at once
+    return epoch_losses
+
+
+def run_trajectory(task, params, x, y, stored=None):
+    """training_trajectory's run itself, uncached: float32 SGD from initial_weights over
+    common.batches' order; `stored(array)`, where given, is how the weights and the optimiser's
+    state are kept after each update (runner.broken_copies keeps them in bfloat16)."""
+    from common import batches
+
+    keep = stored or (lambda array: array)
+    weights = {name: keep(value).astype(np.float32) for name, value in initial_weights(task).items()}
     state, epoch_losses = {}, []
     for epoch in range(params["epochs"]):
         losses = []
         for index in batches.epoch_batches(len(x), params["batch_size"], epoch):
             loss, grads = _GRADIENTS[task](weights, x[index], y[index], np.float32)
             numpy_models.sgd(weights, grads, state, params["learning_rate"], params["momentum"])
+            if stored:
+                for values in (weights, state):
+                    for name in values:
+                        values[name] = stored(values[name]).astype(np.float32)
             losses.append(float(loss))
         epoch_losses.append(float(np.mean(losses)))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_whole(path, json.dumps({"epoch_losses": epoch_losses}))  # two notebooks may compute it at once
     return epoch_losses
 
 

@@ -173,6 +173,17 @@ def _reversed_biases(task):
     return {name: value[::-1].copy() if value.ndim == 1 else value for name, value in reference.parity_weights(task).items()}
 
 
+# A whole-run copy computed at a profile's length other than smoke's carries it in its name.
+PROFILE_SUFFIX = ", the {} run"
+
+
+def split_profile(copy):
+    """(the copy's name without its profile suffix, the profile its run had: smoke when unsaid)."""
+    before, after = PROFILE_SUFFIX.split("{}")
+    name, _, tail = copy.partition(before)
+    return (name, tail.removesuffix(after)) if tail.endswith(after) else (copy, "smoke")
+
+
 # The fp32 copies that are gross enough for the bf16 bounds as well: a wrong optimiser.
 BF16_OPTIMISER_COPIES = ("no momentum", "learning rate 10× too high", "SGD instead of Adam")
 
@@ -191,7 +202,7 @@ def bf16_copies(training):
         task = check.removeprefix("training parity, ")
         if task in bounds and copy in BF16_OPTIMISER_COPIES:
             found.append((f"training parity (bf16), {task}", copy, error, bounds[task]))
-        elif check == "FCN5 trajectory" and copy.split(", the ")[0] in BF16_OPTIMISER_COPIES:
+        elif check == "FCN5 trajectory" and split_profile(copy)[0] in BF16_OPTIMISER_COPIES:
             found.append(("FCN5 trajectory (bf16)", copy, error, reference.BF16_TRAIN_TRAJECTORY_TOLERANCE))
     return found
 
@@ -246,22 +257,10 @@ def bf16_master_trajectory(params, dataset, stored=to_bfloat16):
     in bfloat16 after every update (no float32 master copy), so that updates under half a bf16 step
     of a weight are lost. The epoch-mean losses, as reference.training_trajectory's (`stored`: how a
     value is kept; an identity gives that run itself)."""
-    from common import batches, numpy_models, reference
+    from common import reference
 
     x, y = np.ascontiguousarray(dataset.x_train, np.float32), np.ascontiguousarray(dataset.y_train, np.int64)
-    weights = {name: stored(value).astype(np.float32) for name, value in reference.initial_weights("FCN5").items()}
-    state, epoch_losses = {}, []
-    for epoch in range(params["epochs"]):
-        losses = []
-        for index in batches.epoch_batches(len(x), params["batch_size"], epoch):
-            loss, grads = numpy_models.fcn5_gradients(weights, x[index], y[index], np.float32)
-            numpy_models.sgd(weights, grads, state, params["learning_rate"], params["momentum"])
-            for values in (weights, state):
-                for name in values:
-                    values[name] = stored(values[name]).astype(np.float32)
-            losses.append(float(loss))
-        epoch_losses.append(float(np.mean(losses)))
-    return epoch_losses
+    return reference.run_trajectory("FCN5", params, x, y, stored)
 
 
 def _trajectory_run(profile):
@@ -277,7 +276,7 @@ def _trajectory_run(profile):
         dataset = data.load_mnist(512, 64, data="synthetic")
         params, suffix = dict(get_params("FCN5", "smoke"), epochs=2), ""
     else:
-        params, suffix = get_params("FCN5", profile), f", the {profile} run"
+        params, suffix = get_params("FCN5", profile), PROFILE_SUFFIX.format(profile)
         dataset = data.load_mnist(params["n_train"], params["n_test"])
     return params, dataset, suffix, reference.training_trajectory("FCN5", params, dataset)
 

@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
+from common.paths import REPOSITORY_ROOT
 
 
 def shown_path(path):

@@ -53,11 +53,10 @@ WHOLE_RUN_CHECKS = ("FCN5 trajectory", "FCN5 trajectory (bf16)")
 
 
 def copy_profile(entry):
-    """The profile a broken copy's run had: its 'profile', or the name's ', the quick run', or smoke."""
-    if entry.get("profile"):
-        return entry["profile"]
-    _, _, tail = entry.get("copy", "").partition(", the ")
-    return tail.removesuffix(" run") if tail.endswith(" run") else "smoke"
+    """The profile a broken copy's run had: its 'profile', or the one its name says (smoke unsaid)."""
+    from runner.broken_copies import split_profile
+
+    return entry.get("profile") or split_profile(entry.get("copy", ""))[1]
 
 
 def _where(record):
