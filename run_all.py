@@ -17,44 +17,11 @@ runner/import_records.py  --import-records
 runner/bundle.py      --bundle, --from-bundle: an offline GPU host in one call
 runner/regenerate.py  --docs, and the end of every run: README tables, plots, docs/
 runner/jupyter.py     --jupyter: JupyterLab, and the papermill line for one notebook
+runner/self_test.py   --self-test: the tests, and what they cost (docs/test-costs.md)
 """
-import os
-import signal
-import subprocess
 import sys
-from pathlib import Path
 
 from runner.arguments import parse_arguments
-
-ROOT = Path(__file__).resolve().parent
-
-
-# The pid of the process that builds the framework environments behind the tests (--self-test).
-SELF_TEST_BUILDER = "ROSETTA_SELF_TEST_BUILDER"
-
-
-def start_self_test_builds():
-    """Start building the frameworks' environments one after another, in the order the tests need
-    them, so that a test worker reaching a framework finds it built: a build from nothing is mostly
-    downloads and disk, and a worker waiting on its own leaves its core idle. Its pid."""
-    from runner import environments
-    from runner.frameworks import RUNNABLE
-
-    return environments.build_in_background(
-        dict.fromkeys(framework.environment for framework in RUNNABLE.values()),
-        environments.cache_root() / "envs" / "self-test-builds.log").pid
-
-
-def stop_self_test_builds(pid):
-    """Stop the builds if the tests ended first (an unfinished build is redone next time)."""
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass  # done already
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
 
 
 def main(argv=None):
@@ -73,22 +40,16 @@ def main(argv=None):
             sys.exit(f"[bundle] {error}")
     from runner import bootstrap
 
-    if arguments.self_test and SELF_TEST_BUILDER not in os.environ:
+    if arguments.self_test:
+        from runner import self_test
+
         # Started beside the build of the runner's own environment; this process keeps its pid
         # through the re-execution in that environment.
-        os.environ[SELF_TEST_BUILDER] = str(start_self_test_builds())
+        self_test.start_builds()
     bootstrap.ensure_runner_environment(arguments, __file__)
     bootstrap.redirect_runner_home()
     if arguments.self_test:
-        # Two workers (tests/conftest.py groups the tests): most of the suite is kernels starting,
-        # imports and compilers, which leave the second of two cores idle.
-        workers = str(min(2, os.cpu_count() or 1))
-        builder = int(os.environ.pop(SELF_TEST_BUILDER))  # not handed down to the tests
-        try:
-            return subprocess.call([sys.executable, "-m", "pytest", "-q", "-n", workers, "--dist", "loadscope",
-                                    "--no-loadscope-reorder", str(ROOT / "tests")], cwd=ROOT)
-        finally:
-            stop_self_test_builds(builder)
+        return self_test.run()
     if arguments.jupyter is not None:
         from runner import jupyter
 

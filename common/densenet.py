@@ -1,9 +1,10 @@
 """DenseNet-121's shared start and the data-parallel equivalence check of the MultiGPU task.
 
 Shared start: no ImageNet DenseNet weights are reachable here, so every framework starts from the
-same random weights instead: `initial_weights()` holds DenseNet-121's 120 convolution kernels in
-the order the network uses them (stem, then per dense layer its 1×1 and 3×3 convolutions, then
-each transition's 1×1), He-normal, in the Keras layout (kh, kw, in, out), and the 14-way
+same random weights instead: `initial_weights()` holds DenseNet-121's 120 convolution kernels (20
+at the smoke profile's two dense layers per block, params' `block_layers`) in the order the
+network uses them (stem, then per dense layer its 1×1 and 3×3 convolutions, then each
+transition's 1×1), He-normal, in the Keras layout (kh, kw, in, out), and the 14-way
 classifier (glorot-uniform kernel (1024, 14), zero bias). Batch norm starts at its default in
 every framework (scale 1, offset 0, mean 0, variance 1), so it needs no mapping. A notebook walks
 its framework's convolutions in definition order and copies kernel i into convolution i.
@@ -25,7 +26,6 @@ BLOCK_LAYERS = (6, 12, 24, 16)
 GROWTH_RATE = 32
 BOTTLENECK_WIDTH = 4 * GROWTH_RATE
 STEM_CHANNELS = 64
-FEATURES = 1024
 # ||update on N devices - update on 1|| / ||update on 1||, after K SGD steps. The margins on both
 # sides (the README's margins table, generated from the records and the broken copies of
 # benchmarks/broken_copies.py) must be at least 100x: float rounding of the all-reduce leaves a
@@ -34,30 +34,41 @@ FEATURES = 1024
 UPDATE_TOLERANCE = 1e-3
 
 
-def conv_shapes():
-    """The 120 convolution kernels' shapes (kh, kw, in, out), in the order the network uses them."""
+def conv_shapes(block_layers=BLOCK_LAYERS):
+    """The convolution kernels' shapes (kh, kw, in, out), in the order the network uses them:
+    DenseNet-121's 120, or fewer for a profile with fewer dense layers per block (params'
+    `block_layers`)."""
+    return _layout(block_layers)[0]
+
+
+def features(block_layers=BLOCK_LAYERS):
+    """The channels the last dense block ends with, which the classifier reads: 1024 in DenseNet-121."""
+    return _layout(block_layers)[1]
+
+
+def _layout(block_layers):
     shapes = [(7, 7, 3, STEM_CHANNELS)]
     channels = STEM_CHANNELS
-    for block, layers in enumerate(BLOCK_LAYERS):
+    for block, layers in enumerate(block_layers):
         for _ in range(layers):
             shapes.append((1, 1, channels, BOTTLENECK_WIDTH))
             shapes.append((3, 3, BOTTLENECK_WIDTH, GROWTH_RATE))
             channels += GROWTH_RATE
-        if block < len(BLOCK_LAYERS) - 1:
+        if block < len(block_layers) - 1:
             shapes.append((1, 1, channels, channels // 2))
             channels //= 2
-    assert channels == FEATURES
-    return shapes
+    return shapes, channels
 
 
-def initial_weights(n_classes=14, seed=SEED):
-    """{"convs": [120 float32 kernels (kh, kw, in, out)], "dense/kernel": (1024, n_classes),
+def initial_weights(n_classes=14, block_layers=BLOCK_LAYERS, seed=SEED):
+    """{"convs": [float32 kernels (kh, kw, in, out)], "dense/kernel": (features, n_classes),
     "dense/bias": (n_classes,)}."""
     rng = np.random.default_rng(seed)
     convs = [(rng.standard_normal(shape, dtype=np.float32) * np.sqrt(2.0 / np.prod(shape[:3]))).astype(np.float32)
-             for shape in conv_shapes()]
-    limit = np.sqrt(6.0 / (FEATURES + n_classes))
-    kernel = rng.uniform(-limit, limit, (FEATURES, n_classes)).astype(np.float32)
+             for shape in conv_shapes(block_layers)]
+    n_features = features(block_layers)
+    limit = np.sqrt(6.0 / (n_features + n_classes))
+    kernel = rng.uniform(-limit, limit, (n_features, n_classes)).astype(np.float32)
     return {"convs": convs, "dense/kernel": kernel, "dense/bias": np.zeros(n_classes, np.float32)}
 
 

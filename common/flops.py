@@ -53,27 +53,29 @@ def resnet50_multiply_adds(size=224):
     return total
 
 
-def densenet121_multiply_adds(size=None):
-    """DenseNet-121 with the MultiGPU task's head: the stem at 1/2 of the input, then each dense
-    block at 1/4, 1/8, 1/16, 1/32 (max pool after the stem, 2×2 average pool in each transition)."""
+def densenet121_multiply_adds(size=None, block_layers=None):
+    """DenseNet-121 (or the depth of a profile's `block_layers`) with the MultiGPU task's head: the
+    stem at 1/2 of the input, then each dense block at 1/4, 1/8, 1/16, 1/32 (max pool after the
+    stem, 2×2 average pool in each transition)."""
     from common import densenet
 
     params = get_params("MultiGPU")
     size = size or params["image_size"]
-    shapes = densenet.conv_shapes()
+    block_layers = tuple(block_layers or params["block_layers"])
+    shapes = densenet.conv_shapes(block_layers)
     side = -(-size // 2)
     total = side * side * _kernel_macs(shapes[0])
     side = -(-side // 2)
     index = 1
-    for block, layers in enumerate(densenet.BLOCK_LAYERS):
+    for block, layers in enumerate(block_layers):
         for kernel in shapes[index:index + 2 * layers]:
             total += side * side * _kernel_macs(kernel)
         index += 2 * layers
-        if block < len(densenet.BLOCK_LAYERS) - 1:
+        if block < len(block_layers) - 1:
             total += side * side * _kernel_macs(shapes[index])
             index += 1
             side //= 2
-    return total + densenet.FEATURES * params["n_classes"]
+    return total + densenet.features(block_layers) * params["n_classes"]
 
 
 def _kernel_macs(shape):
@@ -122,11 +124,16 @@ def first_layer_multiply_adds(task, image_size=None):
 
 def flops_per_item(task, image_size=None, params=None):
     """FLOPs of one image, sequence or token through the task's timed work (training or inference);
-    `image_size` (MultiGPU) for a profile that shrinks the images, `params` (GPT) for the profile's
-    model."""
+    `image_size` (MultiGPU) for a profile that shrinks the images, `params` (GPT, MultiGPU) for the
+    profile's model."""
     if task not in _FORWARD:
         raise ValueError(f"no FLOP count for task {task!r}; valid: {', '.join(_FORWARD)}")
-    forward = _FORWARD[task](params) if task == "GPT" else _FORWARD[task](image_size) if image_size else _FORWARD[task]()
+    if task == "GPT":
+        forward = _FORWARD[task](params)
+    elif task == "MultiGPU":
+        forward = densenet121_multiply_adds(image_size, (params or {}).get("block_layers"))
+    else:
+        forward = _FORWARD[task](image_size) if image_size else _FORWARD[task]()
     if not _TRAINS[task]:
         return 2 * forward
     return 2 * (TRAINING_FACTOR * forward - first_layer_multiply_adds(task, image_size))

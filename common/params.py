@@ -2,7 +2,8 @@
 
 `full` holds the 2018 repository's values (see DESIGN.md); `quick` shrinks the data and epochs so a
 notebook takes a few minutes on two CPU cores; `smoke` takes seconds and exists for the tests.
-Only the sizes change between profiles: the model and the optimiser are the same in all three.
+Only the sizes change between profiles (data, steps, widths and depths): the model's kind and the
+optimiser are the same in all three.
 """
 import copy
 
@@ -52,8 +53,10 @@ _FULL = {
     # `equivalence_steps` steps of plain SGD at `equivalence_learning_rate` on one fixed batch of
     # `equivalence_batch_size` images per device at `equivalence_image_size`, on 1 and N devices, in
     # every profile: it checks the engine, not the model's size, and larger reductions would raise
-    # float32's rounding floor towards the bound (common.densenet).
+    # float32's rounding floor towards the bound (common.densenet). `block_layers`: the dense layers
+    # of each of the four blocks, DenseNet-121's (common.densenet.BLOCK_LAYERS).
     "MultiGPU": {
+        "block_layers": (6, 12, 24, 16),
         "n_classes": 14,
         "n_train": None,  # None: the whole patient-wise train split
         "n_valid": None,
@@ -149,8 +152,11 @@ _OVERRIDES = {
         "CNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
         "Inference": {"batch_size": 4, "n_batches": 2, "warmup_batches": 1},
         "RNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
-        "MultiGPU": {"n_train": 16, "n_valid": 8, "epochs": 1, "batch_size": 2, "image_size": 32,
-                     "resize_to": 40, "warmup_steps": 1, "loader_workers": 1},
+        # Two dense layers per block, not DenseNet-121's 58: the smoke runs check the engine (the
+        # equivalence of one and N devices, the runs across two nodes), not the depth, and the XLA
+        # and TensorFlow graphs of 120 convolutions took minutes to compile per run on two cores.
+        "MultiGPU": {"block_layers": (2, 2, 2, 2), "n_train": 16, "n_valid": 8, "epochs": 1, "batch_size": 2,
+                     "image_size": 32, "resize_to": 40, "warmup_steps": 1, "loader_workers": 1},
         "FCN5": {"n_train": 1024, "n_test": 512, "epochs": 1, "batch_size": 64, "warmup_steps": 2,
                  "forward_batches": 4},
         "GPT": {"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 32, "batch_size": 8, "train_steps": 30,

@@ -9,6 +9,7 @@ Records made before today's protocol (runner.verdict.before_protocol) leave ever
 """
 import re
 
+from common import peak as common_peak
 from common.params import DEVICE_SWEEP_TASKS, TASKS, THREAD_SWEEP_TASKS
 from common.probe import hardware_label
 from runner import report
@@ -146,7 +147,7 @@ def machine_page(machine, records, plot_paths, link, costs=None, loops=None):
     hardware = records[-1].get("hardware", {})
     shown = with_valid_columns(records)
     without = [record for record in records if record not in shown and record.get("profile") in report.SHOWN_PROFILES]
-    peak = hardware.get("peak") or {}
+    peak = common_peak.of_record(hardware)
     facts = [f"CPU: {hardware.get('cpu_model', '?')}, {hardware.get('cpu_cores', '?')} cores"]
     if hardware.get("gpu_count"):
         facts.append(f"GPU: {hardware.get('gpu_name')} × {hardware['gpu_count']}")

@@ -4,6 +4,7 @@ and thread sweeps, and the evidence each figure rests on. Smoke-profile records 
 import re
 import statistics
 
+from common import peak as common_peak
 from common.flops import flops_per_item
 from common.frameworks import precision as variant_precision
 from runner.frameworks import DEFAULT_VARIANT, FRAMEWORKS, NOT_WRITTEN, UNAVAILABLE
@@ -98,7 +99,7 @@ def held_peak(record):
     precision = variant_precision(record.get("variant"))
     if hardware.get("gpu_count"):
         return None, precision
-    peak = (hardware.get("peak") or {}).get(precision) or {}
+    peak = common_peak.of_record(hardware).get(precision) or {}
     return _number(peak.get("gflops")), precision
 
 
@@ -142,7 +143,7 @@ def achieved_gflops(record):
     else:
         return None
     image_size = record.get("params", {}).get("image_size") if task == "MultiGPU" else None
-    params = record.get("params") if task == "GPT" else None
+    params = record.get("params") if task in ("GPT", "MultiGPU") else None
     return rate * flops_per_item(task, image_size, params) / 1e9
 
 

@@ -1,5 +1,7 @@
 """Makes the repository root importable, so tests can `import common`, and tells the two workers of
 `run_all.py --self-test` (pytest-xdist) which tests must run on the same one."""
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -48,3 +50,18 @@ def pytest_xdist_make_scheduler(config, log):
             return module
 
     return ByModuleAndFramework(config, log)
+
+
+# Every test's seconds (setup + call + teardown), which the controller receives from both workers,
+# written where runner/self_test.py asks (ROSETTA_TEST_DURATIONS) for its summary of the suite's cost.
+DURATIONS = {}
+
+
+def pytest_runtest_logreport(report):
+    DURATIONS[report.nodeid] = DURATIONS.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    path = os.environ.get("ROSETTA_TEST_DURATIONS")
+    if path and not hasattr(session.config, "workerinput"):  # the controller, not a worker
+        Path(path).write_text(json.dumps(DURATIONS))

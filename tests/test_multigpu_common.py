@@ -28,6 +28,23 @@ def test_densenet121_has_its_120_convolutions_and_7_million_weights():
     # He-normal: each kernel's spread follows its fan-in.
     assert weights["convs"][2].std() == pytest.approx(np.sqrt(2 / (9 * 128)), rel=0.05)
     assert np.array_equal(densenet.initial_weights(14)["convs"][5], weights["convs"][5])
+    assert tuple(get_params("MultiGPU", "full")["block_layers"]) == densenet.BLOCK_LAYERS
+    assert get_params("MultiGPU", "quick")["block_layers"] == get_params("MultiGPU", "full")["block_layers"]
+
+
+def test_the_smoke_densenet_keeps_the_layout_at_two_dense_layers_per_block():
+    """Stem, four dense blocks and three transitions, as DenseNet-121, with fewer layers per block:
+    the classifier reads the channels the last block ends with."""
+    block_layers = get_params("MultiGPU", "smoke")["block_layers"]
+    assert block_layers == (2, 2, 2, 2)
+    shapes = densenet.conv_shapes(block_layers)
+    assert len(shapes) == 1 + 2 * 8 + 3
+    # Each block adds 2 × 32 channels to the 64 it starts with; each transition halves the 128.
+    assert shapes[5] == (1, 1, 128, 64) and shapes[6] == (1, 1, 64, 128)
+    assert densenet.features(block_layers) == 128 and densenet.features() == 1024
+    weights = densenet.initial_weights(14, block_layers)
+    assert [kernel.shape for kernel in weights["convs"]] == shapes and weights["dense/kernel"].shape == (128, 14)
+    assert flops.densenet121_multiply_adds(32, block_layers) < flops.densenet121_multiply_adds(32) / 3
 
 
 def test_densenet121_work_is_the_published_2_9_gmacs():
