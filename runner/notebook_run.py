@@ -18,6 +18,9 @@ from runner.frameworks import DEFAULT_VARIANT
 from runner.plan import bf16_not_native, settings_slug
 from runner.regenerate import relative
 
+# How long after a notebook's timeout the runner kills it, should papermill not have stopped it.
+KILL_GRACE_SECONDS = 60
+
 
 def kernel_name(environment, accelerator, language="python"):
     """The Jupyter kernel of an environment's build: rosetta-torch-cpu, rosetta-jax-cuda; the R
@@ -232,10 +235,12 @@ class NotebookRunner:
                                        start_new_session=True,
                                        env=dict(environments.papermill_environment(), **(environment or {})))
             try:
-                process.wait(timeout=self.arguments.timeout + 60)
+                process.wait(timeout=self.arguments.timeout + KILL_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
                 kill_group(process)
-                return {"ok": False, "timeout": True}
+                return {"ok": False, "timeout": True,
+                        "reason": f"timeout after {self.arguments.timeout} s; papermill did not stop it, "
+                                  f"the runner killed it {KILL_GRACE_SECONDS} s later"}
             except KeyboardInterrupt:
                 kill_group(process)
                 raise

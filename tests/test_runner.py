@@ -135,9 +135,8 @@ def test_a_failing_and_a_hanging_notebook_are_recorded_and_the_run_goes_on(fault
     assert by_task.keys() == {"CNN", "Inference", "RNN"}
     assert by_task["CNN"]["status"] == "failed"
     assert "ZeroDivisionError" in by_task["CNN"]["reason"]
-    assert by_task["RNN"]["status"] == "failed" and "timeout after 15 s" in by_task["RNN"]["reason"]
-    # Told by papermill's CellTimeoutError, well before the runner's own last-resort kill (+60 s).
-    assert by_task["RNN"]["wall_seconds"] < 60
+    # Told by papermill's CellTimeoutError, not by the runner's own last-resort kill (which says so).
+    assert by_task["RNN"]["status"] == "failed" and by_task["RNN"]["reason"] == "timeout after 15 s"
     ok = by_task["Inference"]
     assert ok["status"] == "ok" and ok["metrics"]["images_per_second"] == 12.5
     # The runner's own time around the cells is measured: kernel start-up and the rest.
