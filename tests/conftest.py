@@ -11,10 +11,11 @@ REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 if str(REPOSITORY_ROOT) not in sys.path:
     sys.path.insert(0, str(REPOSITORY_ROOT))
 
-# Modules whose parametrized tests start with a framework: one framework's smoke run serves all its
-# notebook tests (tests/test_notebooks.py's session fixture, which each worker has its own of), and
-# the frameworks' runs across two nodes (tests/test_nodes.py) go to the workers apart.
-SPLIT_BY_FRAMEWORK = ("test_notebooks.py", "test_plain_loops.py", "test_nodes.py")
+# The modules whose parametrized tests start with a framework (runner.self_test.BY_FRAMEWORK, which
+# also sums the suite's cost per framework): one framework's smoke run serves all its notebook tests
+# (tests/test_notebooks.py's session fixture, which each worker has its own of), and the frameworks'
+# runs across two nodes (tests/test_nodes.py) go to the workers apart.
+from runner import self_test  # noqa: E402 (after the root is importable)
 
 
 # The longest scopes first: run_all.py --self-test hands the scopes to the workers in collection order
@@ -44,10 +45,9 @@ def pytest_xdist_make_scheduler(config, log):
 
     class ByModuleAndFramework(LoadScopeScheduling):
         def _split_scope(self, nodeid):
-            module, _, test = nodeid.partition("::")
-            if module.endswith(SPLIT_BY_FRAMEWORK) and "[" in test:
-                return f"{module}:{test.split('[', 1)[1].split('-', 1)[0].rstrip(']')}"
-            return module
+            module = nodeid.partition("::")[0]
+            _, framework = self_test.group_of(nodeid)
+            return f"{module}:{framework}" if framework else module
 
     return ByModuleAndFramework(config, log)
 
