@@ -75,3 +75,30 @@ def test_missing_system_packages_are_named(monkeypatch, tmp_path):
     monkeypatch.setattr(environments.shutil, "which", lambda tool: "/usr/bin/dpkg-query" if tool == "dpkg-query" else None)
     with pytest.raises(RuntimeError, match="surely-not-a-debian-package-xyz.*not root"):
         environments.ensure_system_packages("demo")
+
+
+def test_the_background_builds_run_side_by_side_in_the_tests_order(monkeypatch, capsys):
+    """build_then_resolve starts the builds in the order given, at most BUILDS_AT_ONCE at once, and
+    builds every one of them before resolving the GPU builds."""
+    import threading
+    import time
+
+    lock, running, started, peak = threading.Lock(), [], [], [0]
+
+    def build(name, log=print):
+        with lock:
+            started.append(name)
+            running.append(name)
+            peak[0] = max(peak[0], len(running))
+        time.sleep(0.05)
+        with lock:
+            running.remove(name)
+
+    monkeypatch.setattr(environments, "build", build)
+    monkeypatch.setattr(environments, "resolve_gpu_requirements", lambda: {"torch": "resolved"} if not running else {})
+    names = ["torch", "tensorflow", "jax", "mxnet", "theano"]
+    environments.build_then_resolve(names)
+    assert sorted(started) == sorted(names) and set(started[:2]) == {"torch", "tensorflow"}
+    assert started.index("jax") < started.index("theano")
+    assert peak[0] == environments.BUILDS_AT_ONCE == 2
+    assert "GPU builds resolved: torch" in capsys.readouterr().out
