@@ -18,6 +18,11 @@ can flip where a gradient is nearly zero, and which hides a sum where the mean b
 blind to the gradient's scale). `data_parallel_check` compares the two runs' updates (the weights
 after the K steps minus the shared start, every trainable weight) as a relative L2 error. Only a
 run on several devices makes the check: a 1-device run exercises no engine.
+
+Replicas: the equivalence steps run beside the timed loop, so they cannot see an engine taken out of
+the timed loop alone. After the timed epochs every device's replica must have made the same update
+as the first device's (`replica_check`): with the gradients all-reduced every replica applies the
+same update, while replicas trained each on its own share of the batches part at once.
 """
 import numpy as np
 
@@ -32,6 +37,10 @@ STEM_CHANNELS = 64
 # correct engine near float32's resolution, while a missing all-reduce (each replica on its own share)
 # or a sum where the mean belongs (twice the step on 2 devices) moves the update by tens of percent.
 UPDATE_TOLERANCE = 1e-3
+# max over replicas of ||replica's update - first replica's|| / ||first replica's||, after the timed
+# epochs: an all-reduce hands every replica the same gradients (the same bits on one host), while
+# replicas without one part by tens of percent within a step.
+REPLICA_TOLERANCE = 1e-6
 
 
 def conv_shapes(block_layers=BLOCK_LAYERS):
@@ -107,4 +116,21 @@ def data_parallel_check(one_device, n_devices, devices):
               # Training one fixed batch: the losses must fall, or the steps taught nothing.
               "data_parallel_loss_fell": bool(losses_n[-1] < losses_n[0])}
     print("data-parallel equivalence:", checks)
+    return checks
+
+
+def replica_check(updates, devices, batch_shards=None):
+    """The record's replica checks after the timed epochs: `updates` holds the update of the trainable
+    weights (weights_update, or any flat array of it) of each copy found, one per device, the first
+    device's first; `devices` the devices the run trained on; `batch_shards`, where the engine is the
+    batch's sharding (JAX), how many slices the timed batches were cut into. Fewer copies than two
+    give an infinite error: there was nothing to agree."""
+    updates = [np.asarray(update, np.float64).ravel() for update in updates]
+    errors = [update_relative_error(updates[0], update) for update in updates[1:]]
+    checks = {"data_parallel_replica_relative_error": max(errors) if errors else float("inf"),
+              "data_parallel_replica_tolerance": REPLICA_TOLERANCE, "data_parallel_replicas": len(updates),
+              "data_parallel_replica_devices": devices}
+    if batch_shards is not None:
+        checks["data_parallel_batch_shards"] = int(batch_shards)
+    print("replicas after the timed epochs:", checks)
     return checks

@@ -6,8 +6,10 @@ Two kinds, each held to the check a correct notebook passes:
                     a missing momentum, Adam replaced, a wrong batch-norm epsilon, a learning rate
                     10 % off); seconds each, computed by the tests and by benchmarks/broken_copies.py;
   broken engines    a MultiGPU notebook whose data-parallel engine is broken in a line or two (the
-                    gradient all-reduce removed; a sum where the mean belongs), run by the runner at
-                    smoke size: its record must be invalid, naming the equivalence check.
+                    gradient all-reduce removed; a sum where the mean belongs), in the equivalence
+                    steps (the equivalence check must catch it) or in the timed loop only (the replica
+                    check must), run by the runner at smoke size: its record must be invalid, naming
+                    that check.
 benchmarks/broken_copies.py runs both and appends what they produced to results/broken_copies.jsonl,
 one JSON line per copy, with the machine it ran on.
 """
@@ -59,7 +61,34 @@ BROKEN_ENGINES = [
     ("tensorflow", "sum of the devices' gradients (each replica's mean loss, summed by the all-reduce)", [
         ("loss = tf.nn.compute_average_loss(per_image, global_batch_size=global_batch)",
          "loss = tf.reduce_mean(per_image)")]),
+    # The engine taken out of the timed loop only (TIMED_LOOP): the equivalence steps, a loop of their
+    # own, still run through it; the replica check of the timed run must catch these.
+    ("pytorch", "timed loop: no gradient all-reduce (no DistributedDataParallel in train_worker)", [
+        ("    model = DistributedDataParallel(model, device_ids=[torch_device] if use_gpu else None)\n"
+         "    optimizer = create_optimizer(", "    optimizer = create_optimizer("),
+        ("torch.save(model.module.state_dict(), checkpoint_path)", "torch.save(model.state_dict(), checkpoint_path)")]),
+    ("paddle", "timed loop: no gradient all-reduce (no paddle.DataParallel in train_worker)", [
+        ("    model = paddle.DataParallel(layers)\n    optimizer = create_optimizer(",
+         "    model = layers\n    optimizer = create_optimizer(")]),
+    ("gluon", "timed loop: no gradient all-reduce (the timed Trainer without a kvstore)", [
+        ("{\"learning_rate\": learning_rate}, kvstore=\"device\")", "{\"learning_rate\": learning_rate}, kvstore=None)")]),
+    ("tensorflow", "timed loop: no gradient all-reduce (the timed optimiser's all-reduce an identity)", [
+        ("    optimizer = create_optimizer(model, params[\"learning_rate\"] * n_devices)  # linear scaling\n",
+         "    optimizer = create_optimizer(model, params[\"learning_rate\"] * n_devices)  # linear scaling\n"
+         "    optimizer._all_reduce_sum_gradients = lambda grads_and_vars: grads_and_vars\n")]),
+    ("jax_flax", "timed loop: no data parallelism (every device trains the whole batch)", [
+        ("        x, y = to_mesh((x, y), data_sharding)\n", "        x, y = to_mesh((x, y), NamedSharding(mesh, P()))\n")]),
+    ("keras_jax", "timed loop: no data parallelism (no distribution set: one device)", [
+        ("keras.distribution.set_distribution(data_parallel(n_devices))\n", "")]),
 ]
+TIMED_LOOP = "timed loop: "
+
+
+def caught_by(name):
+    """(the margins table's check, the record's check name) that must catch broken engine `name`."""
+    if name.startswith(TIMED_LOOP):
+        return "MultiGPU replicas", "data_parallel_replica"
+    return "MultiGPU equivalence", "data_parallel_update"
 
 
 def broken_notebook(framework, name, folder):

@@ -15,7 +15,7 @@ DEFAULT_MIN_MARGIN = 10
 # per cent of the logits, the grossest mistakes by tens of per cent (common.reference), which leaves
 # a few times on each side; the subtle mistakes are the fp32 parity's, which a bf16 variant passes too.
 BF16_MIN_MARGIN = 3
-MIN_MARGIN = {"MultiGPU equivalence": 100, "FCN5 trajectory (bf16)": BF16_MIN_MARGIN,
+MIN_MARGIN = {"MultiGPU equivalence": 100, "MultiGPU replicas": 100, "FCN5 trajectory (bf16)": BF16_MIN_MARGIN,
               **{f"training parity (bf16), {task}": BF16_MIN_MARGIN for task in ("CNN", "RNN", "FCN5")}}
 
 # check name: (task, the record's error field, which records: a predicate on the record)
@@ -35,6 +35,7 @@ CHECKS = {
                        or "bf16_feature_relative_error" in record.get("checks", {})),
     "bf16 features": ("Inference", "bf16_feature_relative_error", None),
     "MultiGPU equivalence": ("MultiGPU", "data_parallel_update_relative_error", None),
+    "MultiGPU replicas": ("MultiGPU", "data_parallel_replica_relative_error", None),
 }
 
 

@@ -428,27 +428,35 @@ def device_table(task, task_cells, link=str):
                 cells.append("—" if efficiency is None else f"{100 * efficiency:.0f} %")
             lines.append(f"| {row} | " + " | ".join(cells) + " |")
         lines.extend(unavailable_rows(task, len(columns) + 2))
-        lines += ["", "Checks behind it: the same SGD steps on 1 and on N devices (the largest relative L2 difference "
-                  "of the two runs' weight updates over the runs on all devices, against its bound), and the "
-                  "check's loss falling.", "",
-                  "| framework | valid runs | update: relative difference (bound) | loss fell | threads pinned / read back |",
-                  "| --- | --- | --- | --- | --- |"]
+        lines += ["", "Checks behind it, in the runs on several devices: every device's copy of the weights after "
+                  "the timed epochs against the first device's (the largest relative L2 difference of their "
+                  "updates, against its bound), the same SGD steps on 1 and on N devices (the same, of the two "
+                  "runs' updates), and the check's loss falling. A 1-device run is the scaling column's "
+                  "baseline: it has no engine to check.", "",
+                  "| framework | valid runs | replicas: relative difference (bound) | 1 vs N devices: relative difference (bound) | loss fell | threads pinned / read back |",
+                  "| --- | --- | --- | --- | --- | --- |"]
         for row in rows:
             records = [cells[row] for cells in by_setting.values() if row in cells]
             valid = sum(validity(record)[0] for record in records)
-            name = "data_parallel_update"
-            errors = [e for e in (_number(r.get("checks", {}).get(f"{name}_relative_error")) for r in records)
-                      if e is not None]
-            bound = next((r["checks"][f"{name}_tolerance"] for r in records
-                          if f"{name}_tolerance" in r.get("checks", {})), None)
-            error = f"{max(errors):.1e}" + (f" (≤ {bound:.0e})" if bound is not None else "") if errors else "—"
-            fell = [r["checks"]["data_parallel_loss_fell"] for r in records if "data_parallel_loss_fell" in r.get("checks", {})]
+            several = [r for r in records if (_number(r.get("metrics", {}).get("devices")) or 1) > 1]
             threads = sorted({f"{r.get('hardware', {}).get('threads_pinned', '—')} / {r.get('hardware', {}).get('threads', '—')}"
                               for r in records})
-            lines.append(f"| {row} | {valid} of {len(records)} | {error} | "
-                         f"{'yes' if fell and all(fell) else 'no'} | {', '.join(threads)} |")
+            if several:
+                fell = [r["checks"]["data_parallel_loss_fell"] for r in several if "data_parallel_loss_fell" in r.get("checks", {})]
+                checked = [_largest_error(several, "data_parallel_replica"), _largest_error(several, "data_parallel_update"),
+                           "yes" if fell and all(fell) else ("no" if fell else "—")]
+            else:
+                checked = ["no engine to check (1 device)"] * 2 + ["—"]
+            lines.append(f"| {row} | {valid} of {len(records)} | " + " | ".join(checked) + f" | {', '.join(threads)} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def _largest_error(records, name):
+    """The largest `<name>_relative_error` of the records, with its bound: '3.1e-07 (≤ 1e-06)', or '—'."""
+    errors = [e for e in (_number(r.get("checks", {}).get(f"{name}_relative_error")) for r in records) if e is not None]
+    bound = next((r["checks"][f"{name}_tolerance"] for r in records if f"{name}_tolerance" in r.get("checks", {})), None)
+    return f"{max(errors):.1e}" + (f" (≤ {bound:.0e})" if bound is not None else "") if errors else "—"
 
 
 # Tasks timed at several thread counts: a column per count instead of one per machine.

@@ -25,10 +25,10 @@ REQUIRED_CHECKS = {
     # FCN5: its whole run matches numpy's; the run on every core also meets its quality target
     # where its profile has one (required_checks).
     "FCN5": ("train_parity_max_abs_error", "train_trajectory_max_abs_error"),
-    # MultiGPU's quality bar on synthetic images: N devices make the same SGD update as one (the runs
-    # on all devices check it), and the loss on the check's fixed batch falls (mean AUC means
-    # something only on the real images).
-    "MultiGPU": ("data_parallel_update_relative_error",),
+    # MultiGPU's quality bar on synthetic images: N devices make the same SGD update as one, every
+    # replica made the same update in the timed epochs (the runs on all devices check both), and the
+    # loss on the check's fixed batch falls (mean AUC means something only on the real images).
+    "MultiGPU": ("data_parallel_update_relative_error", "data_parallel_replica_relative_error"),
     "GPT": ("train_parity_max_abs_error", "quality_target"),
 }
 
@@ -110,6 +110,12 @@ def validity(record):
             side = "below" if direction == "at least" else "above"
             name = "accuracy" if metric == "test_accuracy" else metric.replace("_", " ")
             return False, f"invalid: {name} {metrics.get(metric)} {side} target {checks['quality_target']}"
+    replicas, devices = checks.get("data_parallel_replicas"), metrics.get("devices")
+    if replicas is not None and replicas != devices:
+        return False, f"invalid: {replicas} replica(s) compared on {devices} devices"
+    shards = checks.get("data_parallel_batch_shards")
+    if shards is not None and shards != devices:
+        return False, f"invalid: the timed batches cut into {shards} slice(s) on {devices} devices"
     if checks.get("data_parallel_loss_fell") is False:
         return False, "invalid: the data-parallel check's loss did not fall"
     if checks.get("known_photos_correct") is False:
@@ -176,4 +182,5 @@ def bounds():
     found["feature parity"] = numpy_resnet.FEATURE_TOLERANCE
     found["bf16 features"] = numpy_resnet.BF16_FEATURE_TOLERANCE
     found["MultiGPU equivalence"] = densenet.UPDATE_TOLERANCE
+    found["MultiGPU replicas"] = densenet.REPLICA_TOLERANCE
     return found

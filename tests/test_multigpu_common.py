@@ -78,6 +78,22 @@ def test_the_equivalence_check_compares_the_two_updates_relative_to_the_one_devi
         densenet.update_relative_error(0 * update, update)
 
 
+def test_the_replica_check_compares_every_copy_with_the_first_and_counts_them():
+    """After the timed epochs: all-reduced copies agree to the bit; copies each trained on its own
+    share part by tens of per cent; a single copy where N belong has nothing to agree."""
+    rng = np.random.default_rng(0)
+    update = rng.normal(size=50)
+    same = densenet.replica_check([update, update.copy()], 2)
+    assert same["data_parallel_replica_relative_error"] == 0.0 and same["data_parallel_replicas"] == 2
+    assert same["data_parallel_replica_tolerance"] == densenet.REPLICA_TOLERANCE and same["data_parallel_replica_devices"] == 2
+    assert "data_parallel_batch_shards" not in same
+    parted = densenet.replica_check([update, update, update + 0.3 * rng.normal(size=50)], 3, batch_shards=3)
+    assert parted["data_parallel_replica_relative_error"] >= 100 * densenet.REPLICA_TOLERANCE
+    assert parted["data_parallel_replicas"] == 3 and parted["data_parallel_batch_shards"] == 3
+    alone = densenet.replica_check([update], 2)
+    assert alone["data_parallel_replica_relative_error"] == float("inf") and alone["data_parallel_replicas"] == 1
+
+
 def test_a_training_view_depends_on_epoch_and_index_only():
     image = np.arange(40 * 40, dtype=np.uint16).reshape(40, 40).astype(np.uint8)
     view = xray_images.train_view(image, 32, epoch=0, index=7)

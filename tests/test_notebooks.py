@@ -221,8 +221,8 @@ def test_fcn5_runs_once_per_thread_count_and_times_every_mini_batch(smoke_record
 def test_multigpu_trains_one_model_on_one_and_all_devices_from_ram_and_disk(smoke_record, framework):
     """The runner's device sweep: 1 and all devices (params' cpu_devices here: PyTorch's are two
     gloo processes), images from RAM and from PNG files. Every run on all devices proves that they
-    train the same model as one device, and the two pipelines feed the same pixels: one device's
-    epoch loss is the same from RAM as from disk."""
+    train the same model as one device, every copy of its timed loop made the same update, and the two
+    pipelines feed the same pixels: one device's epoch loss is the same from RAM as from disk."""
     written = smoke_record(framework, "MultiGPU", every_thread_count=True)
     sweep = list(params.DEVICE_SWEEP) if framework in FULL_DEVICE_SWEEP else [(0, "disk")]
     assert [(r["settings"]["devices"], r["settings"]["pipeline"]) for r in written] == sweep
@@ -240,6 +240,14 @@ def test_multigpu_trains_one_model_on_one_and_all_devices_from_ram_and_disk(smok
             assert checks["data_parallel_update_relative_error"] <= checks["data_parallel_update_tolerance"] / 100
             assert checks["data_parallel_loss_fell"] is True
             assert len(checks["data_parallel_losses"]) == smoke["equivalence_steps"]
+            # The timed loop's own evidence: a copy per device, all with the first one's update, and
+            # where the engine is the batch's sharding, a slice of every timed batch per device.
+            assert checks["data_parallel_replicas"] == checks["data_parallel_replica_devices"] == devices
+            assert checks["data_parallel_replica_relative_error"] <= checks["data_parallel_replica_tolerance"] / 100
+            assert checks.get("data_parallel_batch_shards", devices) == devices
+            assert ("data_parallel_batch_shards" in checks) == (framework in XLA_MULTIGPU)
+        else:
+            assert not [name for name in checks if name.startswith("data_parallel")]  # no engine to check
         assert metrics["steps"] == smoke["epochs"] * (smoke["n_train"] // (devices * smoke["batch_size"]))
         assert metrics["images_per_second"] > 0 and np.isfinite(metrics["epoch_losses"]).all()
         assert 0 <= metrics["mean_auc"] <= 1

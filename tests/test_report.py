@@ -297,20 +297,33 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     from runner import plots
 
     checks = {"data_parallel_update_relative_error": 2e-6, "data_parallel_update_tolerance": 1e-3,
-              "data_parallel_loss_fell": True, "data_parallel_loss_difference": 1e-7}
+              "data_parallel_loss_fell": True, "data_parallel_loss_difference": 1e-7,
+              "data_parallel_replica_relative_error": 0.0, "data_parallel_replica_tolerance": 1e-6,
+              "data_parallel_replicas": 2, "data_parallel_replica_devices": 2}
 
     def multigpu(framework, devices, pipeline, rate, **changes):
         made = record(task="MultiGPU", framework=framework, data="synthetic",
                       params={"n_classes": 14, "batch_size": 8, "pipeline": pipeline},
                       metrics={"images_per_second": rate, "epoch_seconds": 128 / rate, "mean_auc": 0.5,
                                "epoch_losses": [0.4], "devices": 2 if devices == 0 else 1},
-                      checks=changes.pop("checks", checks), **changes)
+                      checks=changes.pop("checks", checks if devices == 0 else {}), **changes)
         made["settings"] = {"devices": devices, "pipeline": pipeline}
         return made
 
     assert report.validity(multigpu("pytorch", 0, "ram", 10.0)) == (True, "")
     assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks={})) == (
         False, "invalid: no data_parallel_update_relative_error check")
+    # The timed loop's own evidence: every device's copy made the first one's update, one copy per device.
+    no_replicas = {name: value for name, value in checks.items() if "replica" not in name}
+    assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks=no_replicas)) == (
+        False, "invalid: no data_parallel_replica_relative_error check")
+    assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks=dict(checks, data_parallel_replica_relative_error=0.3))) == (
+        False, "invalid: data_parallel_replica error 0.3")
+    assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks=dict(checks, data_parallel_replicas=1))) == (
+        False, "invalid: 1 replica(s) compared on 2 devices")
+    assert report.validity(multigpu("jax_flax", 0, "ram", 10.0, checks=dict(checks, data_parallel_batch_shards=1))) == (
+        False, "invalid: the timed batches cut into 1 slice(s) on 2 devices")
+    assert report.validity(multigpu("jax_flax", 0, "ram", 10.0, checks=dict(checks, data_parallel_batch_shards=2))) == (True, "")
     # A 1-device run exercises no engine: the runs on several devices carry the check.
     assert report.validity(multigpu("pytorch", 1, "ram", 10.0, checks={})) == (True, "")
     assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks=dict(checks, data_parallel_update_relative_error=0.4))) == (
@@ -332,8 +345,11 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     assert pytorch.endswith("| 45 % | 38 % |")  # 9 / (2 × 10), 6 / (2 × 8)
     tensorflow = next(line for line in markdown.splitlines() if line.startswith("| TensorFlow |"))
     assert "invalid: data_parallel_update error 0.5" in tensorflow and tensorflow.endswith("| — | — |")
-    assert "| PyTorch | 4 of 4 | 3.0e-06 (≤ 1e-03) | yes |" in markdown
-    assert "| TensorFlow | 1 of 2 | 5.0e-01 (≤ 1e-03) | yes |" in markdown
+    assert "| PyTorch | 4 of 4 | 0.0e+00 (≤ 1e-06) | 3.0e-06 (≤ 1e-03) | yes |" in markdown
+    assert "| TensorFlow | 1 of 2 | 0.0e+00 (≤ 1e-06) | 5.0e-01 (≤ 1e-03) | yes |" in markdown
+    # Only 1-device runs: the baseline of the scaling column, no engine to check and no check's loss.
+    alone = report.results_markdown([multigpu("gluon", 1, "ram", 10.0, checks={})])
+    assert "| MXNet (Gluon) | 1 of 1 | no engine to check (1 device) | no engine to check (1 device) | — |" in alone
     assert "| Chainer | no notebook: ChainerMN needs MPI" in markdown
     paths = plots.plot_tasks(written, tmp_path)
     assert paths["MultiGPU"].read_bytes().startswith(b"\x89PNG")
@@ -343,7 +359,8 @@ def test_runs_across_nodes_are_columns_of_their_own_after_the_single_machine(tmp
     """issue 27: a run of the closing section's commands as two nodes (runner.nodes) is a column
     '2 nodes × D' (devices per node), after the single machine's; its check joins the others."""
     checks = {"data_parallel_update_relative_error": 6e-15, "data_parallel_update_tolerance": 1e-3,
-              "data_parallel_loss_fell": True, "data_parallel_loss_difference": 1e-16}
+              "data_parallel_loss_fell": True, "data_parallel_loss_difference": 1e-16,
+              "data_parallel_replica_relative_error": 0.0, "data_parallel_replica_tolerance": 1e-6}
 
     def multigpu(framework, settings, rate, devices, nodes=1):
         made = record(task="MultiGPU", framework=framework, data="synthetic",
@@ -368,7 +385,7 @@ def test_runs_across_nodes_are_columns_of_their_own_after_the_single_machine(tmp
     assert pytorch.split(" | ")[5].startswith("**7** img/s") and pytorch.endswith("| 45 % | — |")
     jax = next(line for line in markdown.splitlines() if line.startswith("| JAX + Flax NNX |"))
     assert jax.split(" | ")[1:5] == ["—"] * 4 and jax.split(" | ")[5].startswith("**2** img/s")
-    assert "| PyTorch | 3 of 3 | 6.0e-15 (≤ 1e-03) | yes |" in markdown
+    assert "| PyTorch | 3 of 3 | 0.0e+00 (≤ 1e-06) | 6.0e-15 (≤ 1e-03) | yes |" in markdown
 
 
 def test_a_variant_that_loses_to_the_default_says_so_in_its_cell():
