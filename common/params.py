@@ -149,7 +149,7 @@ _OVERRIDES = {
                 "n_valid": 200_000, "eval_batches": 10, "generate_tokens": 200},
     },
     "smoke": {
-        "CNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
+        "CNN": {"n_train": 1024, "n_test": 256, "epochs": 2, "batch_size": 32, "warmup_steps": 2},
         "Inference": {"batch_size": 4, "n_batches": 2, "warmup_batches": 1},
         "RNN": {"n_train": 2048, "n_test": 256, "epochs": 2, "warmup_steps": 2},
         # Two dense layers per block, not DenseNet-121's 58: the smoke runs check the engine (the
@@ -199,7 +199,7 @@ def get_params(task, profile="full"):
 # Quality targets, MLPerf-style: the test accuracy a run must reach for its speed to count, per
 # task × profile × data set (the first words of the record's `data_source`). Each sits below what
 # every correct framework reaches from the shared start (PyTorch, quick, Fashion-MNIST: 0.726 after
-# 2 epochs; synthetic stripes, smoke: 0.93) and well above what a run that does not learn gets
+# 2 epochs; synthetic stripes, smoke: 0.62 for the CNN, 0.96 for the GRU) and well above what a run that does not learn gets
 # (chance: 0.10 and 0.50; a linear classifier on the stripes: 0.10).
 QUALITY_TARGETS = {
     "CNN": {

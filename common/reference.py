@@ -24,6 +24,7 @@ Framework-neutral layout (Keras' own, which most frameworks are one transpose aw
   FCN5          dense1..dense4, sigmoid after the first three.
 """
 import functools
+import inspect
 
 import numpy as np
 
@@ -245,7 +246,26 @@ def gpt_parity_steps(weights, tokens, targets, options=None, decayed=numpy_gpt.n
 
 @functools.lru_cache(maxsize=None)
 def _reference_training(task, dtype_name, adam_form="paper"):
-    return parity_steps(task, parity_weights(task), dtype_name, adam_form=adam_form)
+    """parity_steps from parity_weights, cached in the data cache under a digest of the code they
+    are computed by (numpy's CNN takes seconds, and every CNN notebook and variant asks for it)."""
+    import hashlib
+    import json
+
+    from common import params as params_module
+    from common.paths import data_cache, write_whole
+
+    digest = hashlib.sha256(repr((task, dtype_name, adam_form, SEED, PARITY_STEPS)).encode())
+    digest.update(trajectory_code())
+    digest.update(inspect.getsource(numpy_gpt).encode() + inspect.getsource(params_module).encode())
+    path = data_cache() / "parity" / f"parity-{task}-{dtype_name}-{adam_form}-{digest.hexdigest()[:16]}.json"
+    if path.exists():
+        stored = json.loads(path.read_text())
+        return np.array(stored["losses"]), np.array(stored["logits"])
+    losses, logits = parity_steps(task, parity_weights(task), dtype_name, adam_form=adam_form)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_whole(path, json.dumps({"losses": np.asarray(losses, np.float64).tolist(),
+                                  "logits": np.asarray(logits, np.float64).tolist()}))
+    return losses, logits
 
 
 def reference_training(task, adam_form="paper"):
@@ -323,7 +343,6 @@ BF16_TRAIN_TRAJECTORY_TOLERANCE = 0.1
 def trajectory_code():
     """The code a training trajectory is computed by (numpy_models and this module), so that a cached
     trajectory is not read back after that code changed."""
-    import inspect
     import sys
 
     return "".join(inspect.getsource(module) for module in (numpy_models, sys.modules[__name__])).encode()

@@ -54,10 +54,12 @@ def planned(frameworks=None, tasks=None):
 
 
 def loop_command(framework, task, python, profile, threads, steps=None):
-    """(command, environment) that run one plain loop from the repository root; `steps` times that
-    many steps after one warm-up step (the tests' check that a loop runs, not a measurement)."""
+    """(command, environment) that run one plain loop from the repository root (`task`: a task, or
+    a list of them run one after another in one process); `steps` times that many steps after one
+    warm-up step (the tests' check that a loop runs, not a measurement)."""
     script, variables = LOOPS[framework]
-    command = [str(python), str(LOOPS_DIR / script), task, "--profile", profile, "--threads", str(threads)]
+    tasks = [task] if isinstance(task, str) else list(task)
+    command = [str(python), str(LOOPS_DIR / script), *tasks, "--profile", profile, "--threads", str(threads)]
     if steps:
         command += ["--steps", str(steps)]
     env = dict(os.environ, **environments.home_redirects(), **variables, PYTHONPATH=str(REPOSITORY_ROOT))

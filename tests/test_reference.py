@@ -203,3 +203,23 @@ def test_fcn5_training_trajectory_is_cached_and_tells_a_wrong_learning_rate(tmp_
     assert error > reference.TRAIN_TRAJECTORY_TOLERANCE
     with pytest.raises(ValueError, match="no training trajectory"):
         reference.training_trajectory("CNN", params, dataset)
+
+
+def test_the_float64_parity_steps_are_cached_by_the_code_that_computes_them(tmp_path, monkeypatch):
+    """Every CNN notebook and variant asks for numpy's parity steps: computed once, then read back
+    exactly, and computed afresh when that code changes."""
+    monkeypatch.setenv("ROSETTA_CACHE", str(tmp_path))
+    computed = reference.parity_steps("RNN", reference.parity_weights("RNN"), "float64")
+    reference._reference_training.cache_clear()
+    first = reference._reference_training("RNN", "float64")
+    reference._reference_training.cache_clear()
+    read_back = reference._reference_training("RNN", "float64")
+    assert len(list(tmp_path.rglob("parity-RNN-*.json"))) == 1
+    for expected, got, again in zip(computed, first, read_back):
+        assert np.array_equal(expected, got) and np.array_equal(expected, again)
+    with monkeypatch.context() as patch:
+        patch.setattr(reference, "trajectory_code", lambda: b"numpy_models as edited")
+        reference._reference_training.cache_clear()
+        reference._reference_training("RNN", "float64")
+    assert len(list(tmp_path.rglob("parity-RNN-*.json"))) == 2
+    reference._reference_training.cache_clear()

@@ -158,4 +158,4 @@ def gpt():
     return train(model, optimizer, *loop.windows(np.int32))
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()
+loop.run({"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt})

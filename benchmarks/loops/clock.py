@@ -11,6 +11,9 @@ Gluon model zoo (exported for the Module API), Chainer's L.ResNet50Layers and pa
     python benchmarks/loops/<framework>.py TASK [--profile quick] [--threads N]
 
 it prints {"task": …, "unit": …, "items_per_second": …, "steps": …, "seconds": …} on its last line.
+Given several tasks, it runs them one after another in the one process, a line each: the tests'
+check that every loop of a framework runs, paying the framework's import once (a measurement names
+one task, in a fresh process).
 `benchmarks/plain_loops.py` runs every loop in its framework's environment and compares.
 """
 import argparse
@@ -36,11 +39,24 @@ N_BATCHES = 4
 
 
 class Loop:
-    def __init__(self, task, profile, threads, steps=None, bf16=False):
-        self.task, self.profile, self.steps, self.bf16 = task, profile, steps, bf16
-        self.params = task_params.get_params(task, profile)
+    def __init__(self, tasks, profile, threads, steps=None, bf16=False):
+        self.tasks, self.profile, self.steps, self.bf16 = tuple(tasks), profile, steps, bf16
+        # One dict for the whole process: a loop script binds it once (`params = loop.params`).
+        self.params = {}
         self.threads = threads
-        self.unit = UNITS[task]
+        self.select(self.tasks[0])
+
+    def select(self, task):
+        """Make `task` the current one: its name, unit and parameters."""
+        self.task, self.unit = task, UNITS[task]
+        self.params.clear()
+        self.params.update(task_params.get_params(task, self.profile))
+
+    def run(self, loops):
+        """Run each asked task's loop, `loops[task]()`, one after another."""
+        for task in self.tasks:
+            self.select(task)
+            loops[task]()
 
     @property
     def warmup_steps(self):
@@ -132,7 +148,7 @@ def start(tasks, bf16_tasks=()):
     `harness.start` does in the notebooks) and return the Loop. `bf16_tasks`: the tasks whose loop
     also runs in the framework's bf16 idiom (--bf16), beside a notebook's bf16 variant."""
     parser = argparse.ArgumentParser(description="One plain loop of a framework (see benchmarks/loops/clock.py).")
-    parser.add_argument("task", choices=tasks)
+    parser.add_argument("task", nargs="+", choices=tasks, help="one task, or several run one after another")
     parser.add_argument("--profile", default="quick", choices=task_params.PROFILES)
     parser.add_argument("--threads", type=int, default=0, help="CPU threads; 0: every core this process may use")
     parser.add_argument("--steps", type=int, help="time this many steps after one warm-up step (the tests' check "
@@ -140,7 +156,8 @@ def start(tasks, bf16_tasks=()):
     parser.add_argument("--bf16", action="store_true",
                         help=f"the framework's bf16 idiom (for {', '.join(bf16_tasks) or 'no task'} of this loop)")
     arguments = parser.parse_args()
-    if arguments.bf16 and arguments.task not in bf16_tasks:
-        parser.error(f"--bf16: this framework's {arguments.task} loop has no bf16 form")
+    for task in arguments.task if arguments.bf16 else ():
+        if task not in bf16_tasks:
+            parser.error(f"--bf16: this framework's {task} loop has no bf16 form")
     return Loop(arguments.task, arguments.profile, probe.pin_threads(arguments.threads), arguments.steps,
                 arguments.bf16)

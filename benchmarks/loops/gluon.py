@@ -203,4 +203,4 @@ def gpt():
     return loop.measure(step, sync)
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn_task, "FCN5": fcn5, "GPT": gpt}[loop.task]()
+loop.run({"CNN": cnn, "Inference": inference, "RNN": rnn_task, "FCN5": fcn5, "GPT": gpt})

@@ -214,4 +214,4 @@ def gpt():
     return train(model, optimizer, *loop.windows(dtype="int32"))
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()
+loop.run({"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt})

@@ -151,4 +151,4 @@ def gpt():
     return train(GPT(), optimizer, *loop.windows(dtype=np.int32))
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()
+loop.run({"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt})

@@ -56,4 +56,4 @@ def cnn():
     return loop.measure_call(lambda: fit(warm_up), lambda: fit(timed))
 
 
-{"CNN": cnn}[loop.task]()
+loop.run({"CNN": cnn})

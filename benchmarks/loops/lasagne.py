@@ -217,4 +217,4 @@ def gpt():
     return loop.measure(lambda index: train_step(*loop.batch(index, x, y)))
 
 
-{"CNN": cnn, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()
+loop.run({"CNN": cnn, "RNN": rnn, "FCN5": fcn5, "GPT": gpt})

@@ -105,4 +105,4 @@ def rnn():
                  loop.tokens(dtype="float32"), loop.labels(dtype="float32"))
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn}[loop.task]()
+loop.run({"CNN": cnn, "Inference": inference, "RNN": rnn})

@@ -134,4 +134,4 @@ def gpt():
     return train(model, optimizer, *loop.windows(), clip=params["grad_clip"])
 
 
-{"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt}[loop.task]()
+loop.run({"CNN": cnn, "Inference": inference, "RNN": rnn, "FCN5": fcn5, "GPT": gpt})
