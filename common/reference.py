@@ -249,23 +249,36 @@ def _reference_training(task, dtype_name, adam_form="paper"):
     """parity_steps from parity_weights, cached in the data cache under a digest of the code they
     are computed by (numpy's CNN takes seconds, and every CNN notebook and variant asks for it)."""
     import hashlib
-    import json
 
     from common import params as params_module
-    from common.paths import data_cache, write_whole
+    from common.paths import data_cache
 
     digest = hashlib.sha256(repr((task, dtype_name, adam_form, SEED, PARITY_STEPS)).encode())
     digest.update(trajectory_code())
     digest.update(inspect.getsource(numpy_gpt).encode() + inspect.getsource(params_module).encode())
     path = data_cache() / "parity" / f"parity-{task}-{dtype_name}-{adam_form}-{digest.hexdigest()[:16]}.json"
+
+    def compute():
+        losses, logits = parity_steps(task, parity_weights(task), dtype_name, adam_form=adam_form)
+        return {"losses": np.asarray(losses, np.float64).tolist(), "logits": np.asarray(logits, np.float64).tolist()}
+
+    stored = _cached_json(path, compute)
+    return np.array(stored["losses"]), np.array(stored["logits"])
+
+
+def _cached_json(path, compute):
+    """The JSON object kept at `path`, or `compute()`'s, written there first (two notebooks may
+    compute it at once: each writes the whole file in one step)."""
+    import json
+
+    from common.paths import write_whole
+
     if path.exists():
-        stored = json.loads(path.read_text())
-        return np.array(stored["losses"]), np.array(stored["logits"])
-    losses, logits = parity_steps(task, parity_weights(task), dtype_name, adam_form=adam_form)
+        return json.loads(path.read_text())
+    value = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_whole(path, json.dumps({"losses": np.asarray(losses, np.float64).tolist(),
-                                  "logits": np.asarray(logits, np.float64).tolist()}))
-    return losses, logits
+    write_whole(path, json.dumps(value))
+    return value
 
 
 def reference_training(task, adam_form="paper"):
@@ -354,10 +367,9 @@ def training_trajectory(task, params, dataset):
     everything they depend on, the code included (the first notebook of a run computes them, the
     others read them)."""
     import hashlib
-    import json
 
     from common import batches
-    from common.paths import data_cache, write_whole
+    from common.paths import data_cache
 
     if task not in TRAJECTORY_TASKS:
         raise ValueError(f"no training trajectory for {task!r}; valid: {', '.join(TRAJECTORY_TASKS)}")
@@ -368,12 +380,7 @@ def training_trajectory(task, params, dataset):
     digest.update(x.tobytes())
     digest.update(y.tobytes())
     path = data_cache() / "trajectories" / f"{task}-{digest.hexdigest()[:20]}.json"
-    if path.exists():
-        return json.loads(path.read_text())["epoch_losses"]
-    epoch_losses = run_trajectory(task, params, x, y)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_whole(path, json.dumps({"epoch_losses": epoch_losses}))  # two notebooks may compute it at once
-    return epoch_losses
+    return _cached_json(path, lambda: {"epoch_losses": run_trajectory(task, params, x, y)})["epoch_losses"]
 
 
 def run_trajectory(task, params, x, y, stored=None):
