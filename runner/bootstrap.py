@@ -37,7 +37,7 @@ def ensure_runner_environment(arguments, script):
     except RuntimeError as error:
         sys.exit(str(error))
     python = environments.environment_python(path)
-    env = dict(os.environ, **{BOOTSTRAPPED_VARIABLE: "1"})
+    env = dict(os.environ, **{BOOTSTRAPPED_VARIABLE: "1"}, **environments.bytecode_variables(python))
     env["PYTHONPATH"] = str(REPOSITORY_ROOT)
     os.execve(str(python), [str(python), str(Path(script).resolve())] + sys.argv[1:], env)
 

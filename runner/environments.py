@@ -191,10 +191,10 @@ def _build_locked(name, path, log, accelerator):
         f"into {path} (minutes; pip's log: {path}.log)")
     started = time.monotonic()
     ensure_system_packages(name, log)
-    # pip's bytecode stays: without it (--no-compile, a third less install time for TensorFlow) a
-    # machine that sets PYTHONDONTWRITEBYTECODE, as CI's does, compiles every module a kernel
-    # imports afresh in every kernel (the suite from nothing took 5,364 CPU-seconds against 5,149).
-    pip = [str(environment_python(path)), "-m", "pip", "install", "--no-input"]
+    # Without bytecode: compiling every module of a wheel is most of an install (32 of torch's 52
+    # CPU-seconds), and a kernel imports a fraction of them; the environment's processes write the
+    # bytecode of what they import on first use instead (bytecode_variables).
+    pip = [str(environment_python(path)), "-m", "pip", "install", "--no-input", "--no-compile"]
     steps = [[sys.executable, "-m", "venv", str(path)]]
     if build_requirements.exists():
         steps.append(pip + ["-r", str(build_requirements)])
@@ -216,6 +216,17 @@ def _build_locked(name, path, log, accelerator):
     }))
     log(f"[env] '{name}' built in {time.monotonic() - started:.0f} s")
     return path
+
+
+def bytecode_variables(python):
+    """The variables under which a built environment's `python` (and every process it starts) writes
+    the bytecode of the modules it imports, once, into one folder of the cache, whatever the
+    machine's PYTHONDONTWRITEBYTECODE says (an empty value unsets it): its environment was installed
+    without bytecode (pip --no-compile), and without them every kernel would compile every module it
+    imports afresh. Nothing for another interpreter (--use-current-python): its bytecode is its own."""
+    if not str(python).startswith(str(cache_root() / "envs") + os.sep):
+        return {}
+    return {"PYTHONPYCACHEPREFIX": str(cache_root() / "bytecode"), "PYTHONDONTWRITEBYTECODE": ""}
 
 
 def home_redirects():
@@ -270,7 +281,7 @@ def write_kernel(kernel_name, python, display_name, language="python"):
     Written on every run: cheap, and never stale."""
     folder = kernels_root() / "kernels" / kernel_name
     folder.mkdir(parents=True, exist_ok=True)
-    env = {"PYTHONPATH": python_path(), **home_redirects()}
+    env = {"PYTHONPATH": python_path(), **home_redirects(), **bytecode_variables(python)}
     if language == "r":
         argv = ["R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"]
         env["RETICULATE_PYTHON"] = str(python)
@@ -286,6 +297,7 @@ def papermill_environment():
     """Environment for the papermill process: finds this clone's kernels, writes nothing home."""
     env = dict(os.environ)
     env.update(home_redirects())
+    env.update(bytecode_variables(sys.executable))
     env["JUPYTER_PATH"] = str(kernels_root())
     env["PYTHONPATH"] = python_path()
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -376,7 +388,8 @@ def folder_megabytes(path):
 
 def import_seconds(python, statement, repeats=3):
     """Median wall time of `statement` in `repeats` fresh interpreters, less an empty one's."""
-    env = dict(os.environ, PYTHONPATH=str(REPOSITORY_ROOT), **home_redirects(), TF_CPP_MIN_LOG_LEVEL="2",
+    env = dict(os.environ, PYTHONPATH=str(REPOSITORY_ROOT), **home_redirects(), **bytecode_variables(python),
+               TF_CPP_MIN_LOG_LEVEL="2",
                # as the Theano notebooks set it: compiled ops in the cache
                THEANO_FLAGS=f"floatX=float32,blas.ldflags=-lopenblas,base_compiledir={cache_root() / 'theano'}")
 

@@ -1,5 +1,8 @@
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +105,23 @@ def test_the_background_builds_run_side_by_side_in_the_tests_order(monkeypatch, 
     assert started.index("jax") < started.index("theano")
     assert peak[0] == environments.BUILDS_AT_ONCE == 2
     assert "GPU builds resolved: torch" in capsys.readouterr().out
+
+
+def test_a_built_environment_writes_the_bytecode_it_imports_into_the_cache_only(monkeypatch, tmp_path):
+    """Environments install without bytecode: their processes compile what they import once, into
+    the cache, even on a machine that sets PYTHONDONTWRITEBYTECODE, and leave the sources' folders
+    alone; another interpreter keeps its own settings."""
+    monkeypatch.setenv(paths.CACHE_VARIABLE, str(tmp_path / "cache"))
+    python = tmp_path / "cache" / "envs" / "demo-0" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    (sources / "demo_module.py").write_text("VALUE = 42\n")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(sources))
+    env.update(environments.bytecode_variables(python))
+    subprocess.run([str(python), "-c", "import demo_module; assert demo_module.VALUE == 42"], env=env, check=True)
+    written = list((tmp_path / "cache" / "bytecode").rglob("demo_module.*.pyc"))
+    assert len(written) == 1 and written[0].parent.name == "sources"
+    assert not (sources / "__pycache__").exists()
+    assert environments.bytecode_variables(sys.executable) == {}
