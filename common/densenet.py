@@ -17,7 +17,8 @@ gradient itself: Adam's first steps move every weight by about lr × sign(gradie
 can flip where a gradient is nearly zero, and which hides a sum where the mean belongs (Adam is
 blind to the gradient's scale). `data_parallel_check` compares the two runs' updates (the weights
 after the K steps minus the shared start, every trainable weight) as a relative L2 error. Only a
-run on several devices makes the check: a 1-device run exercises no engine.
+run on several devices makes the comparison: a 1-device run exercises no engine, and its own
+steps on the fixed batch must still lower the loss (`one_device_check`).
 
 Replicas: the equivalence steps run beside the timed loop, so they cannot see an engine taken out of
 the timed loop alone. After the timed epochs every device's replica must have made the same update
@@ -116,6 +117,17 @@ def data_parallel_check(one_device, n_devices, devices):
               # Training one fixed batch: the losses must fall, or the steps taught nothing.
               "data_parallel_loss_fell": bool(losses_n[-1] < losses_n[0])}
     print("data-parallel equivalence:", checks)
+    return checks
+
+
+def one_device_check(one_device):
+    """The record's checks of a 1-device run, the scaling column's baseline with no engine to check,
+    from its K SGD steps on the fixed batch ((step losses, weights_update), as data_parallel_check
+    takes it): the losses must fall, or the steps taught nothing."""
+    losses = np.asarray(one_device[0], np.float64)
+    checks = {"data_parallel_devices": 1, "data_parallel_losses": losses.tolist(),
+              "data_parallel_loss_fell": bool(losses.size > 1 and losses[-1] < losses[0])}
+    print("one device's steps:", checks)
     return checks
 
 

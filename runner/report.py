@@ -432,7 +432,7 @@ def device_table(task, task_cells, link=str):
                   "the timed epochs against the first device's (the largest relative L2 difference of their "
                   "updates, against its bound), the same SGD steps on 1 and on N devices (the same, of the two "
                   "runs' updates), and the check's loss falling. A 1-device run is the scaling column's "
-                  "baseline: it has no engine to check.", "",
+                  "baseline: it has no engine to check, and its own steps on the check's batch must lower the loss.", "",
                   "| framework | valid runs | replicas: relative difference (bound) | 1 vs N devices: relative difference (bound) | loss fell | threads pinned / read back |",
                   "| --- | --- | --- | --- | --- | --- |"]
         for row in rows:
@@ -441,12 +441,10 @@ def device_table(task, task_cells, link=str):
             several = [r for r in records if (_number(r.get("metrics", {}).get("devices")) or 1) > 1]
             threads = sorted({f"{r.get('hardware', {}).get('threads_pinned', '—')} / {r.get('hardware', {}).get('threads', '—')}"
                               for r in records})
-            if several:
-                fell = [r["checks"]["data_parallel_loss_fell"] for r in several if "data_parallel_loss_fell" in r.get("checks", {})]
-                checked = [_largest_error(several, "data_parallel_replica"), _largest_error(several, "data_parallel_update"),
-                           "yes" if fell and all(fell) else ("no" if fell else "—")]
-            else:
-                checked = ["no engine to check (1 device)"] * 2 + ["—"]
+            fell = [r["checks"]["data_parallel_loss_fell"] for r in records if "data_parallel_loss_fell" in r.get("checks", {})]
+            checked = ([_largest_error(several, "data_parallel_replica"), _largest_error(several, "data_parallel_update")]
+                       if several else ["no engine to check (1 device)"] * 2)
+            checked.append("yes" if fell and all(fell) else ("no" if fell else "—"))
             lines.append(f"| {row} | {valid} of {len(records)} | " + " | ".join(checked) + f" | {', '.join(threads)} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)

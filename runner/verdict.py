@@ -153,7 +153,9 @@ def required_checks(record):
         # Its parity is of its model in fp32; its own features or steps are held to their rounding.
         required += ("bf16_feature_relative_error",) if task == "Inference" else ("bf16_train_parity_max_abs_error",)
     if task in DEVICE_SWEEP_TASKS and metrics.get("devices") == 1:
-        required = ()  # a 1-device run exercises no engine: the runs on several devices check it
+        # A 1-device run exercises no engine (the runs on several devices check it): its own steps
+        # on the check's fixed batch must lower the loss.
+        required = ("data_parallel_loss_fell",)
     return required
 
 

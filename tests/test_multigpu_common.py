@@ -78,6 +78,14 @@ def test_the_equivalence_check_compares_the_two_updates_relative_to_the_one_devi
         densenet.update_relative_error(0 * update, update)
 
 
+def test_a_one_device_run_checks_only_that_its_own_steps_lower_the_loss():
+    update = np.ones(3)
+    assert densenet.one_device_check(([0.9, 0.5], update)) == {
+        "data_parallel_devices": 1, "data_parallel_losses": [0.9, 0.5], "data_parallel_loss_fell": True}
+    assert densenet.one_device_check(([0.5, 0.6], update))["data_parallel_loss_fell"] is False
+    assert densenet.one_device_check(([0.5], update))["data_parallel_loss_fell"] is False  # one step shows nothing
+
+
 def test_the_replica_check_compares_every_copy_with_the_first_and_counts_them():
     """After the timed epochs: all-reduced copies agree to the bit; copies each trained on its own
     share part by tens of per cent; a single copy where N belong has nothing to agree."""

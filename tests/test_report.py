@@ -300,13 +300,14 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
               "data_parallel_loss_fell": True, "data_parallel_loss_difference": 1e-7,
               "data_parallel_replica_relative_error": 0.0, "data_parallel_replica_tolerance": 1e-6,
               "data_parallel_replicas": 2, "data_parallel_replica_devices": 2}
+    ONE_DEVICE = {"data_parallel_devices": 1, "data_parallel_losses": [0.9, 0.5], "data_parallel_loss_fell": True}
 
     def multigpu(framework, devices, pipeline, rate, **changes):
         made = record(task="MultiGPU", framework=framework, data="synthetic",
                       params={"n_classes": 14, "batch_size": 8, "pipeline": pipeline},
                       metrics={"images_per_second": rate, "epoch_seconds": 128 / rate, "mean_auc": 0.5,
                                "epoch_losses": [0.4], "devices": 2 if devices == 0 else 1},
-                      checks=changes.pop("checks", checks if devices == 0 else {}), **changes)
+                      checks=changes.pop("checks", checks if devices == 0 else ONE_DEVICE), **changes)
         made["settings"] = {"devices": devices, "pipeline": pipeline}
         return made
 
@@ -324,8 +325,12 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     assert report.validity(multigpu("jax_flax", 0, "ram", 10.0, checks=dict(checks, data_parallel_batch_shards=1))) == (
         False, "invalid: the timed batches cut into 1 slice(s) on 2 devices")
     assert report.validity(multigpu("jax_flax", 0, "ram", 10.0, checks=dict(checks, data_parallel_batch_shards=2))) == (True, "")
-    # A 1-device run exercises no engine: the runs on several devices carry the check.
-    assert report.validity(multigpu("pytorch", 1, "ram", 10.0, checks={})) == (True, "")
+    # A 1-device run exercises no engine (the runs on several devices carry the check), but its own
+    # steps must lower the loss.
+    assert report.validity(multigpu("pytorch", 1, "ram", 10.0)) == (True, "")
+    assert report.validity(multigpu("pytorch", 1, "ram", 10.0, checks={})) == (False, "invalid: no data_parallel_loss_fell check")
+    assert report.validity(multigpu("pytorch", 1, "ram", 10.0, checks=dict(ONE_DEVICE, data_parallel_loss_fell=False))) == (
+        False, "invalid: the data-parallel check's loss did not fall")
     assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks=dict(checks, data_parallel_update_relative_error=0.4))) == (
         False, "invalid: data_parallel_update error 0.4")
     assert report.validity(multigpu("pytorch", 0, "ram", 10.0, checks=dict(checks, data_parallel_loss_fell=False))) == (
@@ -347,9 +352,11 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     assert "invalid: data_parallel_update error 0.5" in tensorflow and tensorflow.endswith("| — | — |")
     assert "| PyTorch | 4 of 4 | 0.0e+00 (≤ 1e-06) | 3.0e-06 (≤ 1e-03) | yes |" in markdown
     assert "| TensorFlow | 1 of 2 | 0.0e+00 (≤ 1e-06) | 5.0e-01 (≤ 1e-03) | yes |" in markdown
-    # Only 1-device runs: the baseline of the scaling column, no engine to check and no check's loss.
-    alone = report.results_markdown([multigpu("gluon", 1, "ram", 10.0, checks={})])
-    assert "| MXNet (Gluon) | 1 of 1 | no engine to check (1 device) | no engine to check (1 device) | — |" in alone
+    # Only 1-device runs: the baseline of the scaling column, no engine to check, its own loss checked.
+    alone = report.results_markdown([multigpu("gluon", 1, "ram", 10.0)])
+    assert "| MXNet (Gluon) | 1 of 1 | no engine to check (1 device) | no engine to check (1 device) | yes |" in alone
+    stuck = report.results_markdown([multigpu("gluon", 1, "ram", 10.0, checks=dict(ONE_DEVICE, data_parallel_loss_fell=False))])
+    assert "| MXNet (Gluon) | 0 of 1 | no engine to check (1 device) | no engine to check (1 device) | no |" in stuck
     assert "| Chainer | no notebook: ChainerMN needs MPI" in markdown
     paths = plots.plot_tasks(written, tmp_path)
     assert paths["MultiGPU"].read_bytes().startswith(b"\x89PNG")
