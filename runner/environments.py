@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import timing
+from common import probe, timing
 from common.paths import CACHE_VARIABLE, REPOSITORY_ROOT, cache_root, write_whole
 
 ENVS_DIR = REPOSITORY_ROOT / "envs"
@@ -229,6 +229,19 @@ def bytecode_variables(python):
     return {"PYTHONPYCACHEPREFIX": str(cache_root() / "bytecode"), "PYTHONDONTWRITEBYTECODE": ""}
 
 
+def compile_cache_variables():
+    """Where JAX keeps the programs XLA compiled, so that a later kernel on this machine loads them
+    instead of compiling them again (the variants of one task share most of theirs; a repeat
+    shares all): one folder of the cache per CPU, since XLA compiles for the host's own
+    instruction set and the cache outlives a change of machine. Every program is kept, however
+    quick its compile (JAX keeps only those over a second by default). Compiling happens in the
+    warm-up steps, which no figure includes."""
+    fields = probe.cpu_info()
+    cpu = "|".join(fields.get(key, "") for key in ("model name", "cpu family", "model", "flags", "Features"))
+    return {"JAX_COMPILATION_CACHE_DIR": str(cache_root() / "xla" / hashlib.sha256(cpu.encode()).hexdigest()[:12]),
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0", "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
 def home_redirects():
     """Variables that keep the notebooks' kernels and papermill out of the user's home: Jupyter,
     IPython, Keras and matplotlib by their own variables, the rest by a home of their own in the
@@ -281,7 +294,7 @@ def write_kernel(kernel_name, python, display_name, language="python"):
     Written on every run: cheap, and never stale."""
     folder = kernels_root() / "kernels" / kernel_name
     folder.mkdir(parents=True, exist_ok=True)
-    env = {"PYTHONPATH": python_path(), **home_redirects(), **bytecode_variables(python)}
+    env = {"PYTHONPATH": python_path(), **home_redirects(), **bytecode_variables(python), **compile_cache_variables()}
     if language == "r":
         argv = ["R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"]
         env["RETICULATE_PYTHON"] = str(python)
@@ -298,6 +311,7 @@ def papermill_environment():
     env = dict(os.environ)
     env.update(home_redirects())
     env.update(bytecode_variables(sys.executable))
+    env.update(compile_cache_variables())  # for the processes the runs across nodes start
     env["JUPYTER_PATH"] = str(kernels_root())
     env["PYTHONPATH"] = python_path()
     env.setdefault("PYTHONUNBUFFERED", "1")

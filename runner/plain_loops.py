@@ -62,7 +62,8 @@ def loop_command(framework, task, python, profile, threads, steps=None):
     command = [str(python), str(LOOPS_DIR / script), *tasks, "--profile", profile, "--threads", str(threads)]
     if steps:
         command += ["--steps", str(steps)]
-    env = dict(os.environ, **environments.home_redirects(), **environments.bytecode_variables(python), **variables,
+    env = dict(os.environ, **environments.home_redirects(), **environments.bytecode_variables(python),
+               **environments.compile_cache_variables(), **variables,
                PYTHONPATH=str(REPOSITORY_ROOT))
     return command, env
 

@@ -125,3 +125,27 @@ def test_a_built_environment_writes_the_bytecode_it_imports_into_the_cache_only(
     assert len(written) == 1 and written[0].parent.name == "sources"
     assert not (sources / "__pycache__").exists()
     assert environments.bytecode_variables(sys.executable) == {}
+
+
+def test_jax_loads_in_a_second_kernel_what_xla_compiled_in_the_first(monkeypatch, tmp_path):
+    """JAX's compiled programs persist in the cache, one folder per CPU: a second process on this
+    machine loads the program the first compiled (JAX reports the hit) and compiles nothing anew."""
+    monkeypatch.setenv(paths.CACHE_VARIABLE, str(tmp_path / "cache"))
+    variables = environments.compile_cache_variables()
+    folder = Path(variables["JAX_COMPILATION_CACHE_DIR"])
+    assert folder.parent == tmp_path / "cache" / "xla"
+    monkeypatch.setattr(environments.probe, "cpu_info", lambda: {"model name": "another CPU", "flags": "avx2"})
+    assert environments.compile_cache_variables()["JAX_COMPILATION_CACHE_DIR"] != str(folder)
+    python = environments.environment_python(environments.build("jax"))
+    program = ("import jax, jax.numpy as jnp\n"
+               "hits = []\n"
+               "jax.monitoring.register_event_listener(lambda event, **_: hits.append(event))\n"
+               "print(float(jax.jit(lambda x: jnp.tanh(x) @ x.T)(jnp.ones((8, 8))).sum()))\n"
+               "print(hits.count('/jax/compilation_cache/cache_hits'))\n")
+    env = dict(os.environ, **variables)
+    first = subprocess.run([str(python), "-c", program], env=env, capture_output=True, text=True, check=True)
+    kept = sorted(path.name for path in folder.iterdir())
+    second = subprocess.run([str(python), "-c", program], env=env, capture_output=True, text=True, check=True)
+    assert first.stdout.split()[0] == second.stdout.split()[0]
+    assert kept and int(first.stdout.split()[1]) == 0 and int(second.stdout.split()[1]) >= 1
+    assert sorted(path.name for path in folder.iterdir()) == kept
