@@ -1,11 +1,11 @@
 """The machines in the records: a results page for each (docs/machines/<machine>.md: every task's
-tables, their evidence and plots), and the reference machine of each task, whose figures the
-README's matrix and the side-by-side reader show.
+tables, their evidence and plots), the one CPU and one GPU machine whose tables the README shows,
+and the reference machine of each task, whose figures the side-by-side reader shows.
 
-The reference rule: for each task, the CPU machine with the most valid default-variant cells in a
-shown profile (quick or full); a tie goes to the machine whose newest valid run is newer. A GPU
-machine with valid cells of the task gets a column of its own beside it, chosen by the same rule.
-Records made before today's protocol (runner.verdict.before_protocol) leave every table.
+The rule, for the README (over every task) and for a task (the reader): the machine with the most
+valid default-variant cells in a shown profile (quick or full); a tie goes to the machine whose
+newest valid run is newer. CPU and GPU machines are chosen apart. Records made before today's
+protocol (runner.verdict.before_protocol) leave every table.
 """
 import re
 
@@ -89,48 +89,71 @@ def reference_machines(records, gpu=False):
     return chosen
 
 
-def matrix_text(task, record, label):
-    """The cell: the headline in bold, a reference link (`label`) to the executed notebook."""
+def front_machine(records, gpu=False):
+    """The one CPU (or GPU) machine the README's table shows: the machine of that kind with the most
+    valid matrix cells over every task, a tie going to the one whose newest valid run is newer; None
+    where no machine of that kind has one."""
+    best = None
+    for machine, machine_records in by_machine(current(records)).items():
+        if is_gpu(machine_records) != gpu:
+            continue
+        cells = [record for task in TASKS for record in valid_cells(task, machine_records).values()]
+        if cells:
+            score = (len(cells), max(record.get("started_at", "") for record in cells))
+            if best is None or score > best[0]:
+                best = (score, machine)
+    return best[1] if best else None
+
+
+def matrix_text(task, record, link=str):
+    """The cell: the headline in bold, linked inline to the executed notebook."""
     value = float(record["metrics"][HEADLINES[task][0]])
     figure = report._format(1000 * value if task == "FCN5" else value)
-    return f"[**{figure}**][{label}]" if record.get("notebook") else f"**{figure}**"
+    return f"[**{figure}**]({link(record['notebook'])})" if record.get("notebook") else f"**{figure}**"
+
+
+def machine_table(machine_records, link=str, page_link=str, notebooks_dir=None):
+    """One machine's table for the README: a row per framework, a column per task with a valid cell
+    there, each cell the headline of the framework's default variant linked to its notebook; the
+    frameworks with no valid cell there named below it."""
+    cells = {task: valid_cells(task, machine_records) for task in TASKS}
+    tasks = [task for task in TASKS if cells[task]]
+    lines = ["| framework | " + " | ".join(f"[{task}]({page_link('docs/' + task + '.html')}) {MATRIX_UNITS[task]}"
+                                          for task in tasks) + " |",
+             "|" + " --- |" * (len(tasks) + 1)]
+    without = []
+    for framework in RUNNABLE.values():
+        row = []
+        for task in tasks:
+            record = cells[task].get(framework.name)
+            written = notebooks_dir is None or (notebooks_dir / notebook_name(framework, task)).exists()
+            row.append(matrix_text(task, record, link) if record else "—" if written else "")
+        if any(cell not in ("", "—") for cell in row):
+            lines.append(f"| {framework.title} | " + " | ".join(row) + " |")
+        elif any(row):
+            without.append(framework.title)
+    return lines + ([] if not without else ["", "No valid run on this machine: " + ", ".join(without) + "."])
 
 
 def matrix_markdown(records, link=str, page_link=str, notebooks_dir=None):
-    """The README's matrix: a row per framework, a column per task (and a GPU column beside a task
-    that has one), each cell the headline of the framework's default variant on the task's
-    reference machine, linked to the executed notebook; then which machine each column is."""
+    """The README's tables: one per machine kind (the CPU machine of front_machine, then the GPU
+    one where a GPU has run), each from that single machine."""
     records = current(records)
     machines = by_machine(records)
-    cpu, gpu = reference_machines(records), reference_machines(records, gpu=True)
-    # Each task's CPU column, then its GPU column beside it.
-    columns = [(task, chosen[task]) for task in TASKS for chosen in (cpu, gpu) if task in chosen]
-    if not columns:
+    chosen = [(kind, front_machine(records, gpu=kind == "GPU")) for kind in ("CPU", "GPU")]
+    chosen = [(kind, machine) for kind, machine in chosen if machine]
+    if not chosen:
         return "_No valid full or quick run recorded yet: run `python3 run_all.py`._"
-    cells = {(task, machine): valid_cells(task, machines[machine]) for task, machine in columns}
-    header = "| framework | " + " | ".join(
-        f"[{task}]({page_link('docs/' + task + '.html')}) {MATRIX_UNITS[task]}"
-        + (" (GPU)" if is_gpu(machines[machine]) else "") for task, machine in columns) + " |"
-    lines, targets = [header, "|" + " --- |" * (len(columns) + 1)], []
-    for framework in RUNNABLE.values():
-        row = []
-        for task, machine in columns:
-            record = cells[(task, machine)].get(framework.name)
-            written = notebooks_dir is None or (notebooks_dir / notebook_name(framework, task)).exists()
-            label = f"{framework.name}-{task}" + ("-gpu" if is_gpu(machines[machine]) else "")
-            row.append(matrix_text(task, record, label) if record else "—" if written else "")
-            if record and record.get("notebook"):
-                targets.append(f"[{label}]: {link(record['notebook'])}")
-        if any(row):
-            lines.append(f"| {framework.title} | " + " | ".join(row) + " |")
-    used = {}
-    for task, machine in columns:
-        used.setdefault(machine, []).append(task)
-    lines += ["", "Measured on: " + "; ".join(
-        f"{', '.join(tasks)}: [{machine}]({page_link('docs/machines/' + slug(machine) + '.md')})"
-        for machine, tasks in used.items()) + ". A figure links to its executed notebook; — : no valid run there.",
-              ""] + targets
-    return "\n".join(lines)
+    parts = []
+    for kind, machine in chosen:
+        profiles = sorted({record.get("profile") for task in TASKS
+                           for record in valid_cells(task, machines[machine]).values()})
+        parts += [f"**{kind}: [{machine}]({page_link('docs/machines/' + slug(machine) + '.md')})** "
+                  f"({', '.join(profiles)} profile)", ""]
+        parts += machine_table(machines[machine], link, page_link, notebooks_dir) + [""]
+    parts.append("A figure opens its executed notebook; — : no valid run on that machine; every machine: "
+                 f"[results by machine]({page_link('docs/machines/index.md')}).")
+    return "\n".join(parts)
 
 
 def with_valid_columns(records):

@@ -1,5 +1,6 @@
-"""Tables by machine: a page per machine, one reference machine per task in the README's matrix (a
-GPU column beside it), and records made before today's protocol out of every table."""
+"""Tables by machine: a page per machine, one table per machine kind in the README (each from one
+machine), a reference machine per task for the reader, and records made before today's protocol out
+of every table."""
 from pathlib import Path
 
 from runner import machines, regenerate, report, verdict
@@ -37,20 +38,28 @@ def test_the_reference_machine_of_a_task_has_the_most_valid_cells_and_a_tie_goes
     assert machines.reference_machines(older, gpu=True) == {}
 
 
-def test_the_matrix_shows_one_machine_per_task_a_gpu_beside_it_and_no_empty_column():
+def test_the_readme_shows_one_table_per_machine_kind_each_from_one_machine():
+    """The CPU machine with the most valid cells over every task (not per task), the GPU one apart,
+    inline links, no column without a valid cell, and a framework without one named, not a row of dashes."""
     cpu = [record(framework="pytorch"), record(framework="tensorflow", task="RNN")]
-    gpu = [record(framework="pytorch", hardware=GPU)]
-    invalid_elsewhere = [record(framework="gluon", hardware=OTHER_CPU, task="Inference",
-                                checks=dict(CHECKS["Inference"], known_photos_correct=False))]
-    text = machines.matrix_markdown(cpu + gpu + invalid_elsewhere)
-    header, rule, *rows = text.splitlines()
-    assert header.count("[CNN]") == 2 and "(GPU)" in header and "[RNN]" in header and "Inference" not in header
-    pytorch = next(row for row in rows if row.startswith("| PyTorch |"))
-    assert pytorch.count("[**300**]") == 2 and "[pytorch-CNN-gpu]" in pytorch
-    assert "[pytorch-CNN]: results/notebooks/x/pytorch_CNN.ipynb" in text
-    assert f"CNN, RNN: [{machines.machine_of(cpu[0])}](docs/machines/" in text and "NVIDIA H200" in text
-    tensorflow = next(row for row in rows if row.startswith("| TensorFlow |"))
+    other = [record(framework="gluon", hardware=OTHER_CPU, task="Inference")]  # fewer valid cells
+    gpu = [record(framework="pytorch", hardware=GPU),
+           record(framework="gluon", hardware=GPU, checks=dict(CHECKS["CNN"], train_parity_max_abs_error=0.5))]
+    assert machines.front_machine(cpu + other + gpu) == machines.machine_of(cpu[0])
+    assert machines.front_machine(cpu + other + gpu, gpu=True) == machines.machine_of(gpu[0])
+    text = machines.matrix_markdown(cpu + other + gpu)
+    cpu_part, gpu_part = text.split("**GPU: ")
+    assert cpu_part.startswith(f"**CPU: [{machines.machine_of(cpu[0])}](docs/machines/")
+    header = next(line for line in cpu_part.splitlines() if line.startswith("| framework"))
+    assert "[CNN]" in header and "[RNN]" in header and "Inference" not in header  # Other CPU's cell stays out
+    pytorch = next(row for row in cpu_part.splitlines() if row.startswith("| PyTorch |"))
+    assert "[**300**](results/notebooks/x/pytorch_CNN.ipynb)" in pytorch and "][" not in text
+    tensorflow = next(row for row in cpu_part.splitlines() if row.startswith("| TensorFlow |"))
     assert tensorflow.split(" | ")[1] == "—" and "[**700**]" in tensorflow
+    assert "| MXNet (Gluon) |" not in cpu_part and "| MXNet (Gluon) |" not in gpu_part
+    assert gpu_part.startswith("[NVIDIA H200]") and "No valid run on this machine: " in gpu_part
+    assert "MXNet (Gluon)" in gpu_part.split("No valid run on this machine: ")[1]
+    assert machines.matrix_markdown([]).startswith("_No valid")
 
 
 def test_each_machine_has_a_page_and_the_index_counts_its_runs(tmp_path):
@@ -74,7 +83,7 @@ def test_each_machine_has_a_page_and_the_index_counts_its_runs(tmp_path):
     assert "1 record(s) made before today's protocol" in index and "| 1 | 1 |" in index
     page = (tmp_path / "docs" / "machines" / (machines.slug(machines.machine_of(record())) + ".md")).read_text()
     assert page.startswith("# Results on Test CPU") and "**300** img/s" in page and "Other CPU" not in page
-    assert "[**300**][pytorch-CNN]" in readme.read_text()
+    assert "[**300**](" in readme.read_text() and "results/notebooks/x/pytorch_CNN.ipynb)" in readme.read_text()
     assert regenerate.stale_files(results, readme, Path(__file__).resolve().parent.parent / "notebooks") == []
 
 
