@@ -10,6 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 METHOD_PAGE = "method.md"
 MACHINES_FOLDER = "machines"
+# A link to an executed notebook, as the generated pages write it (relative to the page).
+NOTEBOOK_LINK = re.compile(r"""[^\s()"'<>\[\]]*results/notebooks/[^\s()"'<>\[\]]+?\.ipynb""")
 
 
 def relative(path):
@@ -96,16 +98,39 @@ def leftover_files(readme, files):
     return [path for path in generated if path not in files]
 
 
+def unlinked_notebooks(results, files):
+    """The executed notebooks of the shown profiles (results/notebooks/<machine>/<profile>/) that no
+    page of `files` (render's) links to (a run's records made before today's protocol, or an older
+    run's name no longer written), with the files the runner kept beside them (`<name>.<file>`,
+    runner.notebook_run.keep_artifacts). Smoke runs' notebooks are never shown, and stay."""
+    from runner.report import SHOWN_PROFILES
+
+    linked = {(path.parent / match.group(0)).resolve()
+              for path, text in files.items() for match in NOTEBOOK_LINK.finditer(text)}
+    unlinked = []
+    for folder in (folder for profile in SHOWN_PROFILES for folder in (Path(results) / "notebooks").glob(f"*/{profile}/")):
+        notebooks = sorted(folder.glob("*.ipynb"), key=lambda notebook: -len(notebook.stem))
+        gone = {notebook for notebook in notebooks if notebook.resolve() not in linked}
+        for path in sorted(folder.iterdir()):
+            # A kept file belongs to the notebook with the longest name it starts with.
+            owner = path if path.suffix == ".ipynb" else next(
+                (notebook for notebook in notebooks if path.name.startswith(notebook.stem + ".")), None)
+            if owner in gone:
+                unlinked.append(path)
+    return unlinked
+
+
 def stale_files(results, readme, notebooks_dir):
-    """Generated files that differ from what `render` makes, and the leftovers it would not make."""
+    """Generated files that differ from what `render` makes, the leftovers it would not make, and
+    the executed notebooks no page links to."""
     files = render(results, readme, notebooks_dir)
     stale = [path for path, text in files.items() if not path.exists() or path.read_text() != text]
-    return stale + leftover_files(readme, files)
+    return stale + leftover_files(readme, files) + unlinked_notebooks(results, files)
 
 
 def regenerate(results, readme, notebooks_dir):
     """Write every generated file from `results`/records.jsonl, draw each machine's plots, and
-    remove the generated files of what no longer exists."""
+    remove the generated files of what no longer exists and the executed notebooks no page links to."""
     from common import records
     from runner import machines, plots
 
@@ -120,8 +145,13 @@ def regenerate(results, readme, notebooks_dir):
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    for path in leftover_files(readme, files):
+    for path in leftover_files(readme, files) + unlinked_notebooks(results, files):
         path.unlink()
+    for folder in (results / "notebooks").glob("*/*/"):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+            if not any(folder.parent.iterdir()):
+                folder.parent.rmdir()
     pages = [path for path in files if path.parent.name == MACHINES_FOLDER]
     print(f"[run] {relative(readme)}, {len(pages) - 1} machine page(s) and the reader regenerated from "
           f"{len(shown)} record(s)")

@@ -92,3 +92,36 @@ def test_a_machine_without_native_bf16_has_a_page_that_says_so():
     made = record(hardware=dict(CPU, peak={"fp32": {"gflops": 120.0, "source": "numpy GEMM 2048²"}, "bf16": None}))
     page = machines.machine_page(machines.machine_of(made), [made], {}, str)
     assert "fp32 peak: 120 GFLOP/s (numpy GEMM 2048²)" in page and "bf16: not native" in page
+
+
+def test_executed_notebooks_no_page_links_to_are_removed_with_their_files(tmp_path):
+    """A notebook whose only record is before today's protocol, and the features kept beside it, go;
+    the shown run's notebook, and a smoke run's, stay; the check of committed pages sees the rest."""
+    from common import records
+
+    results = tmp_path / "results"
+    folder = results / "notebooks" / "x"
+    shown = record(framework="pytorch", task="Inference", checks=dict(CHECKS["Inference"]))
+    shown["notebook"] = str(folder / "quick" / "PyTorch_Inference.ipynb")
+    old = old_protocol(record(framework="pytorch", task="Inference", variant="bf16",
+                              checks=dict(CHECKS["Inference"], feature_tolerance=0.5)))
+    old["notebook"] = str(folder / "quick" / "PyTorch_Inference.bf16.ipynb")
+    for made in (shown, old):
+        records.append_record(made, results / "records.jsonl")
+    names = ["PyTorch_Inference.ipynb", "PyTorch_Inference.features.npy", "PyTorch_Inference.bf16.ipynb",
+             "PyTorch_Inference.bf16.features.npy"]
+    for name in names:
+        (folder / "quick").mkdir(parents=True, exist_ok=True)
+        (folder / "quick" / name).write_text("{}")
+    (folder / "smoke").mkdir()
+    (folder / "smoke" / "PyTorch_CNN.ipynb").write_text("{}")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{report.BEGIN_MARKER}\n{report.END_MARKER}\n")
+    notebooks = Path(__file__).resolve().parent.parent / "notebooks"
+    gone = [folder / "quick" / name for name in names[2:]]
+    assert set(regenerate.stale_files(results, readme, notebooks)) >= set(gone)
+    assert not {folder / "quick" / name for name in names[:2]} & set(regenerate.stale_files(results, readme, notebooks))
+    regenerate.regenerate(results, readme, notebooks)
+    assert sorted(path.name for path in (folder / "quick").iterdir()) == sorted(names[:2])
+    assert (folder / "smoke" / "PyTorch_CNN.ipynb").exists()
+    assert regenerate.stale_files(results, readme, notebooks) == []
