@@ -186,12 +186,20 @@ def machine_page(machine, records, plot_paths, link, costs=None, loops=None):
              "protocol ([the method](../method.md)). " + "; ".join(facts) + f". Runs from {runs[0]} to {runs[-1]}.",
              "", report.results_markdown(records, plot_paths, link) if records else ""]
     if without:
-        # Columns with no valid cell stay out of the tables; what ran there is listed with its reason.
+        # Columns with no valid cell stay out of the tables; what ran there is listed, once per
+        # task, row, profile, data and reason (a run skipped in every repeat is one line), newest notebook linked.
+        if not records:
+            parts[-1] = "No valid figure on this machine: every run here was skipped or failed, for the reasons below."
         parts += ["", "### Runs in columns without a valid figure", ""]
-        parts += [f"- {record.get('task')} · {report.row_title(record)} · {record.get('profile')} profile, "
-                  f"{record.get('data') or 'unknown'} data: {validity(record)[1]}"
-                  + (f" [nb]({link(record['notebook'])})" if record.get("notebook") else "")
-                  for record in sorted(without, key=lambda r: (r.get("task", ""), r.get("started_at", "")))]
+        lines = {}
+        for record in sorted(without, key=lambda r: (r.get("task", ""), r.get("started_at", ""))):
+            data = record.get("data") or "no data loaded"
+            key = (f"- {record.get('task')} · {report.row_title(record)} · {record.get('profile')} profile, "
+                   f"{data if record.get('data') is None else data + ' data'}: {validity(record, whole=True)[1]}")
+            count, notebook = lines.get(key, (0, None))
+            lines[key] = (count + 1, record.get("notebook") or notebook)
+        parts += [key + (f" ({count} runs)" if count > 1 else "") + (f" [nb]({link(notebook)})" if notebook else "")
+                  for key, (count, notebook) in lines.items()]
     if costs:
         parts += ["", costs]
     if loops:

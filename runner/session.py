@@ -99,7 +99,10 @@ class Session:
         failures = []
         # Rounds: every selected notebook once, then again, so that a drift of the machine spreads
         # over all frameworks instead of landing on the last ones.
-        rounds = [(repeat, run) for repeat in range(1, self.arguments.repeat + 1) for run in planned]
+        # A run that cannot run here (runner.notebook_run's why_not_here: bf16 not native, no GPU
+        # build) is recorded as skipped once, not once per round.
+        rounds = [(repeat, run) for repeat in range(1, self.arguments.repeat + 1) for run in planned
+                  if repeat == 1 or not self.notebooks.why_not_here(run.framework, run.variant)]
         bar = tqdm(rounds, unit="notebook", dynamic_ncols=True)
         try:
             for repeat, run in bar:

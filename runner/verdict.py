@@ -67,12 +67,13 @@ def has_target(record):
 ERROR_SUFFIXES = ("_max_abs_error", "_relative_error")
 
 
-def validity(record):
-    """(True, '') when the record's figures may be shown, else (False, why)."""
+def validity(record, whole=False):
+    """(True, '') when the record's figures may be shown, else (False, why): a failed or skipped
+    run's reason cut to fit a table cell, or `whole`."""
     status = record.get("status")
     if status != "ok":
         reason = (record.get("reason") or "").strip().splitlines()
-        short = reason[-1][:60] if reason else "no reason given"
+        short = (reason[-1] if whole else reason[-1][:60]) if reason else "no reason given"
         return False, f"{status}: {short}"
     metrics, checks = record.get("metrics", {}), record.get("checks", {})
     losses = metrics.get("epoch_losses")

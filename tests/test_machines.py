@@ -125,3 +125,14 @@ def test_executed_notebooks_no_page_links_to_are_removed_with_their_files(tmp_pa
     assert sorted(path.name for path in (folder / "quick").iterdir()) == sorted(names[:2])
     assert (folder / "smoke" / "PyTorch_CNN.ipynb").exists()
     assert regenerate.stale_files(results, readme, notebooks) == []
+
+
+def test_a_machine_page_without_a_valid_figure_says_so_and_lists_each_reason_once():
+    why = "bf16 not native on this CPU (no AVX512_BF16, AMX or Arm BF16); --emulate-bf16 runs it for its checks"
+    skipped = [record(variant="bf16", status="skipped", reason=why, data=None, checks={}) for _ in range(3)]
+    for made in skipped:
+        made.pop("notebook")
+    page = machines.machine_page(machines.machine_of(skipped[0]), skipped, {}, str)
+    assert "No valid figure on this machine" in page
+    lines = [line for line in page.splitlines() if line.startswith("- ")]
+    assert lines == [f"- CNN · PyTorch (bf16) · quick profile, no data loaded: skipped: {why} (3 runs)"]
