@@ -31,24 +31,11 @@ class Run:
         self.framework, self.task, self.profile, self.variant = framework, task, profile, variant
         self.title = frameworks.TITLES[framework]
         self.record_path = record_path
-        # Settings the runner sweeps besides threads (MultiGPU's pipeline) are kept with the parameters.
-        self.params = dict(params.get_params(task, profile), **settings)
         # Set by the runner (--emulate-bf16) where the framework only emulates bf16: a short run for the checks.
         self.emulated = os.environ.get(EMULATED_BF16) if frameworks.precision(variant) != "fp32" else None
-        # So is a smoke run of a variant (params.SHORT_RUN).
-        short = bool(self.emulated) or (profile == "smoke" and variant != frameworks.DEFAULT_VARIANT)
-        if short and task in params.SHORT_RUN:
-            self.params.update(params.SHORT_RUN[task], accuracy_run=False)
         cores = probe.physical_cores()  # before pin_threads narrows what this process may use
         self.threads = probe.pin_threads(threads)
-        if task in params.THREAD_SWEEP_TASKS:
-            # Only the run on every core trains long enough for the accuracy target; the sweep's
-            # narrower counts train the first sweep_epochs × sweep_n_train examples, where set.
-            sweep = {name: self.params.pop(f"sweep_{name}", None) for name in ("n_train", "epochs")}
-            sweep = {name: value for name, value in sweep.items() if value is not None}
-            self.params["accuracy_run"] = self.threads >= cores and self.params.get("accuracy_run", True)
-            if not self.params["accuracy_run"] and not short:
-                self.params.update(sweep)
+        self.params, short = params.run_params(task, profile, variant, self.threads, cores, self.emulated, **settings)
         self.on_gpu = False
         self.started_at = now()
         print(f"{framework} · {task} · {variant} · profile {profile} · {self.threads} thread(s)")

@@ -196,6 +196,26 @@ def get_params(task, profile="full"):
     return params
 
 
+def run_params(task, profile, variant, threads, cores, emulated=False, **settings):
+    """(parameters, short) of one run, decided here once for the notebook's harness and for the
+    runner's records of a run that failed or was skipped: the profile's parameters with the settings
+    the runner sweeps besides threads (MultiGPU's pipeline); a short run (SHORT_RUN, accuracy not
+    judged) for an emulated bf16 run or a variant's smoke run; and a THREAD_SWEEP_TASKS run below
+    every core (`threads` < `cores`) on the sweep's sizes, not held to the accuracy target."""
+    from common.frameworks import DEFAULT_VARIANT
+
+    chosen = dict(get_params(task, profile), **settings)
+    short = bool(emulated) or (profile == "smoke" and variant != DEFAULT_VARIANT)
+    if short and task in SHORT_RUN:
+        chosen.update(SHORT_RUN[task], accuracy_run=False)
+    if task in THREAD_SWEEP_TASKS:
+        sweep = {name: chosen.pop(f"sweep_{name}", None) for name in ("n_train", "epochs")}
+        chosen["accuracy_run"] = threads >= cores and chosen.get("accuracy_run", True)
+        if not chosen["accuracy_run"] and not short:
+            chosen.update({name: value for name, value in sweep.items() if value is not None})
+    return chosen, short
+
+
 # Quality targets, MLPerf-style: the test accuracy a run must reach for its speed to count, per
 # task × profile × data set (the first words of the record's `data_source`). Each sits below what
 # every correct framework reaches from the shared start (PyTorch, quick, Fashion-MNIST: 0.726 after

@@ -130,13 +130,16 @@ class NotebookRunner:
     # -- one notebook
 
     def failed_record(self, framework, task, variant, threads, reason, started_at, status="failed", settings=None):
-        from common import params, records
+        """The record of a run that failed or was skipped, with the parameters its notebook would have
+        run on (common.params.run_params, as the harness decides them)."""
+        from common import params, probe, records
 
+        run_params, _ = params.run_params(task, self.arguments.profile, variant, threads, probe.physical_cores(),
+                                          bool(self.emulation(variant)), **(settings or {}))
         return records.make_record(
             framework=framework.name, task=task, variant=variant, profile=self.arguments.profile,
             data=None, hardware=dict(self.hardware, threads_pinned=threads), versions={}, metrics={},
-            params=dict(params.get_params(task, self.arguments.profile), **(settings or {})),
-            status=status, reason=reason, started_at=started_at)
+            params=run_params, status=status, reason=reason, started_at=started_at)
 
     def execute(self, run, repeat=1):
         """Run one PlannedRun (its `repeat`th time); return its record (ok from the notebook, or

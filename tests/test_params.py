@@ -42,3 +42,21 @@ def test_returned_dict_is_a_copy():
 def test_unknown_names_list_the_valid_ones(task, profile):
     with pytest.raises(ValueError, match="valid"):
         params.get_params(task, profile)
+
+
+def test_one_function_decides_a_runs_parameters():
+    """The harness and the runner's failed records both call params.run_params."""
+    smoke, short = params.run_params("CNN", "smoke", "bf16", threads=1, cores=2)
+    assert short and smoke["n_train"] == params.SHORT_RUN["CNN"]["n_train"] and smoke["accuracy_run"] is False
+    default, short = params.run_params("CNN", "smoke", "default", threads=1, cores=2)
+    assert not short and default == params.get_params("CNN", "smoke")
+    emulated, short = params.run_params("RNN", "quick", "bf16", threads=2, cores=2, emulated=True)
+    assert short and emulated["n_train"] == params.SHORT_RUN["RNN"]["n_train"]
+    narrow, _ = params.run_params("FCN5", "quick", "default", threads=1, cores=2)
+    every, _ = params.run_params("FCN5", "quick", "default", threads=2, cores=2)
+    quick = params.get_params("FCN5", "quick")
+    assert (narrow["n_train"], narrow["epochs"], narrow["accuracy_run"]) == (quick["sweep_n_train"], quick["sweep_epochs"], False)
+    assert (every["n_train"], every["epochs"], every["accuracy_run"]) == (quick["n_train"], quick["epochs"], True)
+    assert "sweep_n_train" not in every
+    pipeline, _ = params.run_params("MultiGPU", "quick", "default", 2, 2, pipeline="disk", devices=2)
+    assert (pipeline["pipeline"], pipeline["devices"]) == ("disk", 2)

@@ -135,6 +135,9 @@ def test_a_failing_and_a_hanging_notebook_are_recorded_and_the_run_goes_on(fault
     assert by_task.keys() == {"CNN", "Inference", "RNN"}
     assert by_task["CNN"]["status"] == "failed"
     assert "ZeroDivisionError" in by_task["CNN"]["reason"]
+    # A failed run's record holds the parameters its notebook ran on, decided once (common.params.run_params).
+    threads = by_task["CNN"]["hardware"]["threads_pinned"]
+    assert by_task["RNN"]["params"] == params.run_params("RNN", "quick", "default", threads, threads)[0]
     # Told by papermill's CellTimeoutError, not by the runner's own last-resort kill (which says so).
     assert by_task["RNN"]["status"] == "failed" and by_task["RNN"]["reason"] == "timeout after 15 s"
     ok = by_task["Inference"]
