@@ -194,7 +194,10 @@ def machine_page(machine, records, plot_paths, link, costs=None, loops=None):
         lines = {}
         for record in sorted(without, key=lambda r: (r.get("task", ""), r.get("started_at", ""))):
             data = record.get("data") or "no data loaded"
-            key = (f"- {record.get('task')} · {report.row_title(record)} · {record.get('profile')} profile, "
+            # A thread count of the sweep, a device setting of MultiGPU, is a column of its own.
+            setting = (f" · {record.get('hardware', {}).get('threads_pinned')} thread(s)" if record.get("task") in THREAD_SWEEP_TASKS
+                       else f" · {report.device_setting(record)}" if record.get("task") in DEVICE_SWEEP_TASKS else "")
+            key = (f"- {record.get('task')} · {report.row_title(record)}{setting} · {record.get('profile')} profile, "
                    f"{data if record.get('data') is None else data + ' data'}: {validity(record, whole=True)[1]}")
             count, notebook = lines.get(key, (0, None))
             lines[key] = (count + 1, record.get("notebook") or notebook)

@@ -112,13 +112,19 @@ def leftover_files(readme, files):
 
 def unlinked_notebooks(results, files):
     """The executed notebooks of the shown profiles (results/notebooks/<machine>/<profile>/) that no
-    page of `files` (render's) links to (a run's records made before today's protocol, or an older
-    run's name no longer written), with the files the runner kept beside them (`<name>.<file>`,
+    page of `files` (render's) links to and no record of today's protocol names (those of records
+    made before it, or of an older run's name no longer written), with the files the runner kept beside them (`<name>.<file>`,
     runner.notebook_run.keep_artifacts). Smoke runs' notebooks are never shown, and stay."""
     from runner.report import SHOWN_PROFILES
 
+    from common import records
+    from runner import machines
+
     linked = {(path.parent / match.group(0)).resolve()
               for path, text in files.items() for match in NOTEBOOK_LINK.finditer(text)}
+    # A notebook a record of today's protocol names stays, linked or not (a thread count's own run).
+    linked |= {(ROOT / record["notebook"]).resolve() for record in
+               machines.current(records.read_records(Path(results) / "records.jsonl")) if record.get("notebook")}
     unlinked = []
     for folder in (folder for profile in SHOWN_PROFILES for folder in (Path(results) / "notebooks").glob(f"*/{profile}/")):
         notebooks = sorted(folder.glob("*.ipynb"), key=lambda notebook: -len(notebook.stem))
