@@ -70,39 +70,30 @@ def valid_cells(task, records):
     return found
 
 
-def reference_machines(records, gpu=False):
-    """{task: machine label} by the reference rule, over CPU machines (or GPU ones)."""
-    chosen = {}
-    for task in TASKS:
-        best = None
-        for machine, machine_records in by_machine(current(records)).items():
-            if is_gpu(machine_records) != gpu:
-                continue
-            cells = valid_cells(task, machine_records)
-            if not cells:
-                continue
-            score = (len(cells), max(record.get("started_at", "") for record in cells.values()))
-            if best is None or score > best[0]:
-                best = (score, machine)
-        if best:
-            chosen[task] = best[1]
-    return chosen
-
-
-def front_machine(records, gpu=False):
-    """The one CPU (or GPU) machine the README's table shows: the machine of that kind with the most
-    valid matrix cells over every task, a tie going to the one whose newest valid run is newer; None
-    where no machine of that kind has one."""
+def best_machine(records, tasks, gpu=False):
+    """The CPU (or GPU) machine with the most valid matrix cells over `tasks`, a tie going to the one
+    whose newest valid run is newer; None where no machine of that kind has one."""
     best = None
     for machine, machine_records in by_machine(current(records)).items():
         if is_gpu(machine_records) != gpu:
             continue
-        cells = [record for task in TASKS for record in valid_cells(task, machine_records).values()]
+        cells = [record for task in tasks for record in valid_cells(task, machine_records).values()]
         if cells:
             score = (len(cells), max(record.get("started_at", "") for record in cells))
             if best is None or score > best[0]:
                 best = (score, machine)
     return best[1] if best else None
+
+
+def reference_machines(records, gpu=False):
+    """{task: machine label} by the reference rule, over CPU machines (or GPU ones): the reader's."""
+    chosen = {task: best_machine(records, (task,), gpu) for task in TASKS}
+    return {task: machine for task, machine in chosen.items() if machine}
+
+
+def front_machine(records, gpu=False):
+    """The one CPU (or GPU) machine whose table the README shows: the rule over every task."""
+    return best_machine(records, TASKS, gpu)
 
 
 def matrix_text(task, record, link=str):
@@ -112,11 +103,10 @@ def matrix_text(task, record, link=str):
     return f"[**{figure}**]({link(record['notebook'])})" if record.get("notebook") else f"**{figure}**"
 
 
-def machine_table(machine_records, link=str, page_link=str, notebooks_dir=None):
-    """One machine's table for the README: a row per framework, a column per task with a valid cell
-    there, each cell the headline of the framework's default variant linked to its notebook; the
-    frameworks with no valid cell there named below it."""
-    cells = {task: valid_cells(task, machine_records) for task in TASKS}
+def machine_table(cells, link=str, page_link=str, notebooks_dir=None):
+    """One machine's table for the README from its {task: valid_cells}: a row per framework, a column
+    per task with a valid cell there, each cell the headline of the framework's default variant
+    linked to its notebook; the frameworks with no valid cell there named below it."""
     tasks = [task for task in TASKS if cells[task]]
     lines = ["| framework | " + " | ".join(f"[{task}]({page_link('docs/' + task + '.html')}) {MATRIX_UNITS[task]}"
                                           for task in tasks) + " |",
@@ -146,11 +136,11 @@ def matrix_markdown(records, link=str, page_link=str, notebooks_dir=None):
         return "_No valid full or quick run recorded yet: run `python3 run_all.py`._"
     parts = []
     for kind, machine in chosen:
-        profiles = sorted({record.get("profile") for task in TASKS
-                           for record in valid_cells(task, machines[machine]).values()})
+        cells = {task: valid_cells(task, machines[machine]) for task in TASKS}
+        profiles = sorted({record.get("profile") for task_cells in cells.values() for record in task_cells.values()})
         parts += [f"**{kind}: [{machine}]({page_link('docs/machines/' + slug(machine) + '.md')})** "
                   f"({', '.join(profiles)} profile)", ""]
-        parts += machine_table(machines[machine], link, page_link, notebooks_dir) + [""]
+        parts += machine_table(cells, link, page_link, notebooks_dir) + [""]
     parts.append("A figure opens its executed notebook; — : no valid run on that machine; every machine: "
                  f"[results by machine]({page_link('docs/machines/index.md')}).")
     return "\n".join(parts)

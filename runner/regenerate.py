@@ -10,8 +10,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 METHOD_PAGE = "method.md"
 MACHINES_FOLDER = "machines"
-# A link to an executed notebook, as the generated pages write it (relative to the page).
-NOTEBOOK_LINK = re.compile(r"""[^\s()"'<>\[\]]*results/notebooks/[^\s()"'<>\[\]]+?\.ipynb""")
 
 
 def relative(path):
@@ -110,45 +108,45 @@ def leftover_files(readme, files):
     return [path for path in generated if path not in files]
 
 
-def unlinked_notebooks(results, files):
+def unrecorded_notebooks(results, records):
     """The executed notebooks of the shown profiles (results/notebooks/<machine>/<profile>/) that no
-    page of `files` (render's) links to and no record of today's protocol names (those of records
-    made before it, or of an older run's name no longer written), with the files the runner kept beside them (`<name>.<file>`,
-    runner.notebook_run.keep_artifacts). Smoke runs' notebooks are never shown, and stay."""
+    record of today's protocol (`records`, machines.current's) names, with the files the runner kept
+    beside them (`<name>.<file>`, runner.notebook_run.keep_artifacts): those of records made before
+    it, or of an older run's name no longer written. The pages link only such records' notebooks, so
+    these are the ones no page links to. Smoke runs' notebooks are never shown, and stay."""
     from runner.report import SHOWN_PROFILES
 
-    from common import records
-    from runner import machines
-
-    linked = {(path.parent / match.group(0)).resolve()
-              for path, text in files.items() for match in NOTEBOOK_LINK.finditer(text)}
-    # A notebook a record of today's protocol names stays, linked or not (a thread count's own run).
-    linked |= {(ROOT / record["notebook"]).resolve() for record in
-               machines.current(records.read_records(Path(results) / "records.jsonl")) if record.get("notebook")}
-    unlinked = []
-    for folder in (folder for profile in SHOWN_PROFILES for folder in (Path(results) / "notebooks").glob(f"*/{profile}/")):
-        notebooks = sorted(folder.glob("*.ipynb"), key=lambda notebook: -len(notebook.stem))
-        gone = {notebook for notebook in notebooks if notebook.resolve() not in linked}
-        for path in sorted(folder.iterdir()):
-            # A kept file belongs to the notebook with the longest name it starts with.
-            owner = path if path.suffix == ".ipynb" else next(
-                (notebook for notebook in notebooks if path.name.startswith(notebook.stem + ".")), None)
-            if owner in gone:
-                unlinked.append(path)
-    return unlinked
+    named = {(ROOT / record["notebook"]).resolve() for record in records if record.get("notebook")}
+    unrecorded = []
+    for profile in SHOWN_PROFILES:
+        for folder in (Path(results) / "notebooks").glob(f"*/{profile}/"):
+            notebooks = sorted(folder.glob("*.ipynb"), key=lambda notebook: -len(notebook.stem))
+            gone = {notebook for notebook in notebooks if notebook.resolve() not in named}
+            for path in sorted(folder.iterdir()):
+                # A kept file belongs to the notebook with the longest name it starts with.
+                owner = path if path.suffix == ".ipynb" else next(
+                    (notebook for notebook in notebooks if path.name.startswith(notebook.stem + ".")), None)
+                if owner in gone:
+                    unrecorded.append(path)
+    return unrecorded
 
 
 def stale_files(results, readme, notebooks_dir):
     """Generated files that differ from what `render` makes, the leftovers it would not make, and
-    the executed notebooks no page links to."""
+    the executed notebooks no record of today's protocol names."""
+    from common import records
+    from runner import machines
+
     files = render(results, readme, notebooks_dir)
     stale = [path for path, text in files.items() if not path.exists() or path.read_text() != text]
-    return stale + leftover_files(readme, files) + unlinked_notebooks(results, files)
+    shown = machines.current(records.read_records(Path(results) / "records.jsonl"))
+    return stale + leftover_files(readme, files) + unrecorded_notebooks(results, shown)
 
 
 def regenerate(results, readme, notebooks_dir):
     """Write every generated file from `results`/records.jsonl, draw each machine's plots, and
-    remove the generated files of what no longer exists and the executed notebooks no page links to."""
+    remove the generated files of what no longer exists and the executed notebooks no record of
+    today's protocol names."""
     from common import records
     from runner import machines, plots
 
@@ -163,7 +161,7 @@ def regenerate(results, readme, notebooks_dir):
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    for path in leftover_files(readme, files) + unlinked_notebooks(results, files):
+    for path in leftover_files(readme, files) + unrecorded_notebooks(results, shown):
         path.unlink()
     for folder in (results / "notebooks").glob("*/*/"):
         if not any(folder.iterdir()):

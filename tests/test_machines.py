@@ -94,7 +94,7 @@ def test_a_machine_without_native_bf16_has_a_page_that_says_so():
     assert "fp32 peak: 120 GFLOP/s (numpy GEMM 2048²)" in page and "bf16: not native" in page
 
 
-def test_executed_notebooks_no_page_links_to_are_removed_with_their_files(tmp_path):
+def test_executed_notebooks_no_record_of_today_names_are_removed_with_their_files(tmp_path):
     """A notebook whose only record is before today's protocol, and the features kept beside it, go;
     the shown run's notebook, and a smoke run's, stay; the check of committed pages sees the rest."""
     from common import records
