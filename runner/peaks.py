@@ -1,6 +1,7 @@
 """The machine's peak on a thread count, for the record (common.peak says what it is): numpy's GEMMs
 here, and each selected framework's own GEMM in its environment, each in a fresh interpreter whose
 threads are pinned before anything is imported."""
+import hashlib
 import json
 import os
 import subprocess
@@ -8,6 +9,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# A folder where runs share the peaks they measured (set by run_all.py --self-test for its tests,
+# which start the runner some 80 times on one machine: at the quick profile each start measured
+# 4096² products for 10 s before its first notebook). Unset, every run measures its own.
+SHARED_VARIABLE = "ROSETTA_SHARED_PEAKS"
 
 # product(size, bf16): a callable that computes one size×size matrix product and returns when it
 # has finished, or None where the framework has no such product. Tried in every environment, each
@@ -126,3 +131,21 @@ def machine_peak(threads, framework_pythons=(), sizes=None):
                 for size, gflops in by_size.items():
                     kept[size] = max(gflops, kept.get(size, 0))
     return peak.combine(measured, theory)
+
+
+def shared_machine_peak(threads, framework_pythons=(), sizes=None):
+    """machine_peak, measured once per thread count, interpreters and sizes among the runs that
+    share SHARED_VARIABLE's folder; machine_peak itself where it is unset."""
+    folder = os.environ.get(SHARED_VARIABLE)
+    if not folder:
+        return machine_peak(threads, framework_pythons, sizes)
+    key = json.dumps([threads, [str(python) for python in framework_pythons], list(sizes or ())])
+    path = Path(folder) / f"peak-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    found = machine_peak(threads, framework_pythons, sizes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    partial.write_text(json.dumps(found))
+    os.replace(partial, path)  # two runs measuring at once: either's is kept whole
+    return json.loads(path.read_text())

@@ -63,6 +63,8 @@ def stop_builds(pid):
 def run(pytest_arguments=()):
     """The suite, on two workers (tests/conftest.py groups the tests): most of it is kernels
     starting, imports and compilers, which leave the second of two cores idle. Its exit status."""
+    from runner import peaks
+
     workers = str(min(2, os.cpu_count() or 1))
     builder = int(os.environ.pop(BUILDER_VARIABLE))  # not handed down to the tests
     started = float(os.environ.pop(STARTED_VARIABLE, time.time()))
@@ -73,7 +75,8 @@ def run(pytest_arguments=()):
             status = subprocess.call(
                 [sys.executable, "-m", "pytest", "-q", "-n", workers, "--dist", "loadscope", "--no-loadscope-reorder",
                  str(REPOSITORY_ROOT / "tests"), *pytest_arguments],
-                cwd=REPOSITORY_ROOT, env=dict(os.environ, **{DURATIONS_VARIABLE: str(durations_path)}))
+                cwd=REPOSITORY_ROOT, env=dict(os.environ, **{DURATIONS_VARIABLE: str(durations_path),
+                                                             peaks.SHARED_VARIABLE: str(Path(folder) / "peaks")}))
         finally:
             stop_builds(builder)
         wall = time.time() - started

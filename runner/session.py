@@ -34,8 +34,9 @@ class Session:
     def measure_peak(self, threads, frameworks):
         """The machine's peaks on `threads` pinned threads (common.peak: numpy's and the selected
         frameworks' own GEMMs over common.peak.GEMM_SIZES, and the theoretical peak), measured once
-        per run and thread count, each in a fresh interpreter (the thread pools of this one are
-        already sized). Smoke runs, never shown, take numpy's smallest product only. None on a GPU
+        per run and thread count (or shared with the runs of the test suite: runner.peaks.
+        SHARED_VARIABLE), each in a fresh interpreter (the thread pools of this one are already
+        sized). Smoke runs, never shown, take numpy's smallest product only. None on a GPU
         run: its speeds are held to no peak (runner.report.held_peak), and the GEMMs here would
         mix the host's CPU with the GPU (JAX's land on the GPU, in TF32)."""
         from common import peak
@@ -56,7 +57,7 @@ class Session:
                     continue
                 if self.notebooks.pythons[framework.name] not in pythons:
                     pythons.append(self.notebooks.pythons[framework.name])
-        found = peaks.machine_peak(threads, pythons, peak.GEMM_SIZES[:1] if self.arguments.profile == "smoke" else None)
+        found = peaks.shared_machine_peak(threads, pythons, peak.GEMM_SIZES[:1] if self.arguments.profile == "smoke" else None)
         self.notebooks.peaks[threads] = found
         for precision in ("fp32", "bf16"):
             if found.get(precision):

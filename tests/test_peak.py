@@ -85,3 +85,28 @@ def test_the_runner_measures_numpy_and_each_framework_environment_in_a_fresh_pin
         one_core = peak.theoretical(cores=1)
         assert found["theoretical"]["fp32"] == one_core["fp32"]
     assert found["fp32"]["gflops"] >= found["measured"]["numpy"]["fp32"][128]
+
+
+def test_runs_sharing_a_folder_measure_each_peak_once(tmp_path, monkeypatch):
+    """The test suite's runs (runner.peaks.SHARED_VARIABLE) measure a thread count's peak once; a
+    different thread count or interpreter is measured apart, and unset, every call measures."""
+    from runner import peaks
+
+    measured = []
+
+    def machine_peak(threads, framework_pythons=(), sizes=None):
+        measured.append((threads, tuple(framework_pythons)))
+        return {"fp32": {"gflops": 10.0 * threads, "source": "numpy"}, "measured": {"numpy": {"fp32": {128: 1.0}}}}
+
+    monkeypatch.setattr(peaks, "machine_peak", machine_peak)
+    monkeypatch.delenv(peaks.SHARED_VARIABLE, raising=False)
+    peaks.shared_machine_peak(1, [], (128,))
+    peaks.shared_machine_peak(1, [], (128,))
+    assert len(measured) == 2
+    monkeypatch.setenv(peaks.SHARED_VARIABLE, str(tmp_path / "peaks"))
+    first = peaks.shared_machine_peak(1, [], (128,))
+    again = peaks.shared_machine_peak(1, [], (128,))
+    assert first == again and first["fp32"]["gflops"] == 10.0 and len(measured) == 3
+    assert peaks.shared_machine_peak(2, [], (128,))["fp32"]["gflops"] == 20.0
+    peaks.shared_machine_peak(1, [sys.executable], (128,))
+    assert len(measured) == 5
