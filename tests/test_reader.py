@@ -86,6 +86,17 @@ def test_highlighting_keeps_every_character_of_the_code():
     assert '<span class="t n">np</span>' in highlighted
 
 
+def test_highlighted_code_is_kept_in_the_cache_and_read_back_the_same(tmp_path, monkeypatch):
+    monkeypatch.setenv(environments.CACHE_VARIABLE, str(tmp_path))
+    code = "y = x · 2  # non-ASCII kept\n"
+    first = reader.highlight(code, "python")
+    kept = list((tmp_path / "reader").glob("*.html"))
+    assert len(kept) == 1 and kept[0].read_bytes().decode("utf-8") == first == reader._highlight(code, "python")
+    assert reader.highlight(code, "python") == first
+    reader.highlight(code, "r")  # another language, another entry
+    assert len(list((tmp_path / "reader").glob("*.html"))) == 2
+
+
 class Text(html.parser.HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
