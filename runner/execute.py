@@ -34,6 +34,28 @@ def relativise_metadata(output):
     nbformat.write(notebook, output)
 
 
+def kernel_config():
+    """The kernel's channels over IPC (Unix sockets in Jupyter's runtime folder, named for this
+    process alone) rather than TCP: jupyter_client picks free TCP ports and the kernel binds them a
+    moment later, and another process (the test suite's other worker, a second run) can take one
+    in between: "Address already in use", and the kernel dies before it replies. TCP where a
+    socket's path would pass the 107 bytes a Unix socket's name may have."""
+    import uuid
+
+    from jupyter_core.paths import jupyter_runtime_dir
+    from traitlets.config import Config
+
+    config = Config()
+    # jupyter_client's default IPC name, "kernel-ipc" in the working folder, is shared by every
+    # kernel started there at once.
+    prefix = os.path.join(jupyter_runtime_dir(), f"ipc-{uuid.uuid4().hex}")
+    if len(f"{prefix}-99999".encode()) <= 107:
+        os.makedirs(os.path.dirname(prefix), exist_ok=True)
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = prefix
+    return config
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebook")
@@ -60,7 +82,8 @@ def main(argv=None):
     try:
         papermill.execute_notebook(arguments.notebook, arguments.output, parameters=arguments.parameters,
                                    kernel_name=arguments.kernel, cwd=arguments.cwd, log_output=True,
-                                   progress_bar=False, execution_timeout=arguments.timeout)
+                                   progress_bar=False, execution_timeout=arguments.timeout,
+                                   config=kernel_config())
         status = {"ok": True}
     except Exception as error:  # every way a notebook can end badly is reported, then re-raised
         status = {"ok": False, "exception": type(error).__name__,

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -318,3 +319,18 @@ def test_multigpu_runs_on_one_and_all_devices_from_ram_and_disk(fault_notebooks)
     assert "| PyTorch | **10.0** img/s" in tables(readme) and "| 25 % | 25 % |" in tables(readme)  # 5 / (2 × 10)
     resumed = run_all(*arguments, "--resume")
     assert "4 already recorded, skipped" in resumed.stdout
+
+
+def test_kernels_talk_over_unix_sockets_unless_their_path_would_be_too_long(tmp_path, monkeypatch):
+    """TCP ports chosen by jupyter_client can be taken by another process before the kernel binds
+    them ("Address already in use": the kernel died in a CI run); IPC sockets cannot."""
+    from runner import execute
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as runtime:  # a short path, as the cache's
+        monkeypatch.setenv("JUPYTER_RUNTIME_DIR", runtime)
+        one, other = execute.kernel_config().KernelManager, execute.kernel_config().KernelManager
+    assert one.get("transport") == other.get("transport") == "ipc"
+    # Each kernel's sockets are its own, whatever folder it starts in.
+    assert one.ip != other.ip and one.ip.startswith(runtime + os.sep)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / ("long-" * 20)))
+    assert execute.kernel_config().KernelManager.get("transport") is None
