@@ -143,9 +143,9 @@ def shared_machine_peak(threads, framework_pythons=(), sizes=None):
     path = Path(folder) / f"peak-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
     if path.exists():
         return json.loads(path.read_text())
+    from common.paths import write_whole
+
     found = machine_peak(threads, framework_pythons, sizes)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}.partial")
-    partial.write_text(json.dumps(found))
-    os.replace(partial, path)  # two runs measuring at once: either's is kept whole
+    write_whole(path, json.dumps(found))  # two runs measuring at once: either's is kept whole
     return json.loads(path.read_text())

@@ -86,17 +86,15 @@ def highlight(code, language):
     cache under a digest of the code, the language, Pygments' version and this module's source:
     every run regenerates the reader, and highlighting its 63 notebooks took 2.8 s of each."""
     import pygments
-    from common.paths import cache_root, staging_path
+    from common.paths import cache_root, write_whole
 
     digest = hashlib.sha256("\0".join((language, code, pygments.__version__, _SOURCE_DIGEST)).encode()).hexdigest()
     path = cache_root() / "reader" / f"{digest[:32]}.html"
     if path.exists():
-        return path.read_bytes().decode("utf-8")
+        return path.read_text()
     path.parent.mkdir(parents=True, exist_ok=True)
     highlighted = _highlight(code, language)
-    staging = staging_path(path)
-    staging.write_bytes(highlighted.encode("utf-8"))
-    os.replace(staging, path)  # the test suite's two workers may fill it at once
+    write_whole(path, highlighted)  # the test suite's two workers may fill it at once
     return highlighted
 
 
