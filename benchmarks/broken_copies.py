@@ -59,7 +59,7 @@ def main(argv=None):
         if framework not in arguments.engines:
             continue
         with tempfile.TemporaryDirectory() as folder:
-            record = broken_copies.run_broken_engine(framework, name, Path(folder))
+            record = broken_copies.run_broken_copy(framework, name, Path(folder))
         checks = (record or {}).get("checks", {})
         check, prefix = broken_copies.caught_by(name)
         valid, why = report.validity(record) if record else (True, "no record")

@@ -10,7 +10,7 @@ SCHEMA_VERSION = 1
 # The validity protocol a record is made under: bump it when runner.verdict starts requiring a check,
 # so that records made before it (without the field, or with a smaller number) leave the tables,
 # while a record of today's protocol that lacks a check shows as invalid.
-PROTOCOL = 4
+PROTOCOL = 5
 STATUSES = ("ok", "failed", "skipped")
 REQUIRED_FIELDS = ("schema_version", "framework", "task", "variant", "profile", "data", "status",
                    "hardware", "versions", "params", "metrics", "checks", "started_at")

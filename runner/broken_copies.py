@@ -82,6 +82,14 @@ BROKEN_ENGINES = [
         ("keras.distribution.set_distribution(data_parallel(n_devices))\n", "")]),
 ]
 TIMED_LOOP = "timed loop: "
+# (framework, task, name, changes): a notebook whose fp32 products run in reduced precision, which
+# the CPU can do where it computes bf16 (oneDNN's implicit bf16 on AVX512_BF16 or AMX): its record
+# must be invalid by its own precision probe (common.precision).
+REDUCED_PRECISION_COPIES = [
+    ("pytorch", "GPT", "fp32 products in oneDNN's implicit bf16", [
+        ('torch.backends.cudnn.rnn.fp32_precision = "ieee"\n',
+         'torch.backends.cudnn.rnn.fp32_precision = "ieee"\ntorch.backends.mkldnn.matmul.fp32_precision = "bf16"\n')]),
+]
 
 
 def caught_by(name):
@@ -91,13 +99,23 @@ def caught_by(name):
     return "MultiGPU equivalence", "data_parallel_update"
 
 
+def copy_changes(framework, name):
+    """(task, [(text, replacement)]) of the broken copy `name` of `framework`'s notebook: a broken
+    engine (MultiGPU) or a reduced-precision copy."""
+    found = [("MultiGPU", changes) for fw, copy, changes in BROKEN_ENGINES if (fw, copy) == (framework, name)]
+    found += [(task, changes) for fw, task, copy, changes in REDUCED_PRECISION_COPIES if (fw, copy) == (framework, name)]
+    if not found:
+        raise ValueError(f"no broken copy {name!r} of {framework}")
+    return found[0]
+
+
 def broken_notebook(framework, name, folder):
-    """Write the broken copy `name` of `framework`'s MultiGPU notebook into `folder` (under the
-    registered notebook name) and return its path."""
+    """Write the broken copy `name` of `framework`'s notebook into `folder` (under the registered
+    notebook name) and return its path."""
     from runner.frameworks import FRAMEWORKS, notebook_name
 
-    changes = next(changes for fw, copy, changes in BROKEN_ENGINES if (fw, copy) == (framework, name))
-    notebook = notebook_name(FRAMEWORKS[framework], "MultiGPU")
+    task, changes = copy_changes(framework, name)
+    notebook = notebook_name(FRAMEWORKS[framework], task)
     content = json.loads((ROOT / "notebooks" / notebook).read_text())
     for old, new in changes:
         cells = [cell for cell in content["cells"] if old in "".join(cell["source"])]
@@ -109,17 +127,20 @@ def broken_notebook(framework, name, folder):
     return folder / notebook
 
 
-def run_broken_engine(framework, name, folder, python=sys.executable, timeout=1800):
-    """Run the broken copy through run_all.py (smoke, synthetic, all devices, images in RAM) and
-    return its record."""
+def run_broken_copy(framework, name, folder, python=sys.executable, timeout=1800, threads=None):
+    """Run the broken copy through run_all.py (smoke, synthetic; a MultiGPU copy on all devices with
+    its images in RAM) and return its record."""
     from common import records
     from runner import report
 
     broken_notebook(framework, name, folder / "notebooks")
+    task, _ = copy_changes(framework, name)
     readme = folder / "README.md"
     readme.write_text(f"{report.BEGIN_MARKER}\n{report.END_MARKER}\n")
-    subprocess.run([str(python), str(ROOT / "run_all.py"), "--frameworks", framework, "--tasks", "MultiGPU",
-                    "--profile", "smoke", "--data", "synthetic", "--devices", "all", "--pipelines", "ram",
+    options = ["--devices", "all", "--pipelines", "ram"] if task == "MultiGPU" else ["--variants", "default"]
+    options += ["--threads", str(threads)] if threads else []
+    subprocess.run([str(python), str(ROOT / "run_all.py"), "--frameworks", framework, "--tasks", task,
+                    "--profile", "smoke", "--data", "synthetic", *options,
                     "--notebooks-dir", str(folder / "notebooks"), "--results-dir", str(folder / "results"),
                     "--readme", str(readme), "--timeout", "900"],
                    capture_output=True, text=True, cwd=ROOT, timeout=timeout,
@@ -341,6 +362,8 @@ def bf16_trajectory_copies(profile="smoke"):
 
 
 def numpy_copies():
+    from common import precision
+
     training = parity_copies() + trajectory_copies() + trajectory_copies("quick")
     return (training + feature_copies() + bf16_copies(training)
-            + bf16_trajectory_copies() + bf16_trajectory_copies("quick"))
+            + bf16_trajectory_copies() + bf16_trajectory_copies("quick") + precision.reduced_copies())

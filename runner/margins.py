@@ -36,6 +36,9 @@ CHECKS = {
     "bf16 features": ("Inference", "bf16_feature_relative_error", None),
     "MultiGPU equivalence": ("MultiGPU", "data_parallel_update_relative_error", None),
     "MultiGPU replicas": ("MultiGPU", "data_parallel_replica_relative_error", None),
+    # Every task's runs, fp32 and bf16 alike: the probe measures the fp32 products either way.
+    **{f"fp32 precision, {what}": (None, f"precision_{what}_relative_error", None)
+       for what in ("matmul", "convolution", "recurrent")},
 }
 
 
@@ -78,10 +81,11 @@ def rows(all_records, broken):
     newest = max(numpy_sittings, default=None)
     broken = [entry for entry in broken if entry.get("kind") != "numpy" or entry.get("started_at", "") == newest]
     for check, (task, field, keep) in CHECKS.items():
+        # A run whose own probe found reduced precision is no correct run of any check.
         judged = [record for record in all_records
-                  if record.get("task") == task and record.get("status") == "ok"
+                  if task in (None, record.get("task")) and record.get("status") == "ok"
                   and isinstance(record.get("checks", {}).get(field), (int, float))
-                  and (keep is None or keep(record))]
+                  and (keep is None or keep(record)) and not verdict.reduced_precision(record)]
         correct = [(record["checks"][field], _where(record)) for record in judged]
         profiles = {record.get("profile") for record in judged}
         copies = [(entry["error"], entry["copy"] + (f" ({entry['hardware']})" if entry.get("hardware") else ""))

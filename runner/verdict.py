@@ -32,6 +32,15 @@ REQUIRED_CHECKS = {
     "GPT": ("train_parity_max_abs_error", "quality_target"),
 }
 
+# fp32 measured (common.precision, precision_probes): every run's own product, and where its task has
+# them its convolution and its fused RNN, against float64. A GPU run needs the probe from the protocol
+# that brought it (the TF32 rows it exposes were GPU rows); a CPU run, whose frameworks compute fp32 in
+# fp32 unless told otherwise, from the records of that protocol on.
+PRECISION_CHECKS = {task: ("precision_matmul_relative_error",) for task in REQUIRED_CHECKS}
+PRECISION_CHECKS.update({task: ("precision_matmul_relative_error", "precision_convolution_relative_error")
+                         for task in ("CNN", "Inference", "MultiGPU")})
+PRECISION_PROTOCOL = 5
+
 # The verdict on a bf16 run whose checks passed where bf16 is not native (harness.finish records it).
 EMULATED = "emulated: bf16 not native here (checks passed)"
 
@@ -94,6 +103,9 @@ def validity(record, whole=False):
     missing = missing_checks(record)
     if missing:
         return False, f"invalid: no {missing[0]} check"
+    reduced = reduced_precision(record)
+    if reduced:
+        return False, f"invalid: {reduced}"
     for name in sorted(checks):
         suffix = next((suffix for suffix in ERROR_SUFFIXES if name.endswith(suffix)), None)
         if suffix:
@@ -135,6 +147,21 @@ def validity(record, whole=False):
     return True, ""
 
 
+def reduced_precision(record):
+    """Why the record's precision probe says its products ran below IEEE fp32 ("ran in reduced
+    precision: matmul 2.3e-04 from float64, fp32 stays below 1e-05"), or ''."""
+    checks = record.get("checks", {})
+    for name in sorted(checks):
+        if name.startswith("precision_") and name.endswith("_relative_error"):
+            error, bound = _number(checks[name]), _number(checks.get(name.replace("_relative_error", "_tolerance")))
+            if error is None or bound is None or not error <= bound:
+                what = name.removeprefix("precision_").removesuffix("_relative_error")
+                shown = f"{error:.1e}" if error is not None else checks[name]
+                return f"ran in reduced precision: {what} {shown} from float64, fp32 stays below {bound:.0e}" if bound \
+                    else f"no bound for its {what} precision"
+    return ""
+
+
 def accuracy_judged(record):
     """Accuracy is judged on a run meant to reach a target: not a thread sweep's timing runs nor a
     short run (accuracy_run False: an emulated bf16 run, a variant's smoke run; params.SHORT_RUN),
@@ -157,6 +184,8 @@ def required_checks(record):
         # A 1-device run exercises no engine (the runs on several devices check it): its own steps
         # on the check's fixed batch must lower the loss.
         required = ("data_parallel_loss_fell",)
+    if (record.get("protocol") or 1) >= PRECISION_PROTOCOL or record.get("hardware", {}).get("gpu_count"):
+        required += PRECISION_CHECKS.get(task, ())
     return required
 
 
@@ -176,7 +205,7 @@ def before_protocol(record):
 
 def bounds():
     """{check: the bound the code holds it to today}, for every check with a numeric bound."""
-    from common import densenet, numpy_resnet, reference
+    from common import densenet, numpy_resnet, precision, reference
 
     found = {f"training parity, {task}": bound for task, bound in reference.TRAIN_PARITY_TOLERANCE.items()}
     found.update({f"training parity (bf16), {task}": bound for task, bound in reference.BF16_TRAIN_PARITY_TOLERANCE.items()})
@@ -186,4 +215,5 @@ def bounds():
     found["bf16 features"] = numpy_resnet.BF16_FEATURE_TOLERANCE
     found["MultiGPU equivalence"] = densenet.UPDATE_TOLERANCE
     found["MultiGPU replicas"] = densenet.REPLICA_TOLERANCE
+    found.update({f"fp32 precision, {what}": precision.ERROR_BOUND for what in ("matmul", "convolution", "recurrent")})
     return found

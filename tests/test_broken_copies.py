@@ -87,7 +87,7 @@ def test_a_broken_pytorch_engine_makes_its_record_invalid_by_its_check(tmp_path,
     sums (the equivalence check catches both); without it in the timed loop only, the equivalence
     steps still pass and the replica check of the timed run catches it. The record says which check
     failed, far beyond its bound."""
-    record = broken_copies.run_broken_engine("pytorch", name, tmp_path)
+    record = broken_copies.run_broken_copy("pytorch", name, tmp_path)
     assert record is not None and record["status"] == "ok", record and record.get("reason")
     checks = record["checks"]
     check, prefix = broken_copies.caught_by(name)

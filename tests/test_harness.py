@@ -9,12 +9,12 @@ from harness_lines import harness_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-HARNESS_LINES = 25
+HARNESS_LINES = 26  # the precision probe's line (precision_probes) included
 PARAMETER_LINES = 8  # the six shared parameters, and MultiGPU's devices and pipeline
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_a_notebook_shows_at_most_25_harness_lines(path):
+def test_a_notebook_shows_at_most_26_harness_lines(path):
     counted = harness_lines(path)
     assert len(counted["harness"]) <= HARNESS_LINES, "\n".join(text for _, text in counted["harness"])
     assert len(counted["parameters"]) <= PARAMETER_LINES, counted["parameters"]

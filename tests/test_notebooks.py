@@ -112,6 +112,11 @@ def test_notebook_runs_and_records_everything(smoke_record, framework, task, var
     assert record["hardware"]["cpu_cores"] >= 1 and record["hardware"]["threads"]
     assert len(record["versions"]) > 3
     assert (ROOT / record["notebook"]).exists()
+    # fp32 measured inside the run (precision_probes): its product, its convolution where it convolves,
+    # PyTorch's GRU where cuDNN's switch would apply; each within the bound (the validity below).
+    probed = {name for name in record["checks"] if name.startswith("precision_") and name.endswith("_relative_error")}
+    assert set(verdict.PRECISION_CHECKS[task]) <= probed
+    assert ("precision_recurrent_relative_error" in probed) == (framework == "pytorch" and task == "RNN")
     if precision(variant) == "fp32":
         assert "bf16_native" not in record["hardware"]
         assert report.validity(record) == (True, "")

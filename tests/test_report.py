@@ -15,6 +15,12 @@ CHECKS = {
     "FCN5": {"train_parity_max_abs_error": 1e-6, "train_parity_tolerance": 1e-4,
              "train_trajectory_max_abs_error": 2e-5, "train_trajectory_tolerance": 1e-4, "quality_target": 0.3},
 }
+# Every run's precision probe (common.precision): its product, and where the task convolves its convolution.
+PRECISION = {"precision_matmul_relative_error": 5e-7, "precision_matmul_tolerance": 1e-5,
+             "precision_convolution_relative_error": 5e-7, "precision_convolution_tolerance": 1e-5}
+for _task, _checks in CHECKS.items():
+    _checks.update({name: value for name, value in PRECISION.items()
+                    if "matmul" in name or _task in ("CNN", "Inference")})
 
 
 def record(task="CNN", framework="pytorch", profile="quick", hardware=CPU, data="real",
@@ -299,8 +305,9 @@ def test_multigpu_is_the_2018_table_of_one_and_n_devices_from_ram_and_disk(tmp_p
     checks = {"data_parallel_update_relative_error": 2e-6, "data_parallel_update_tolerance": 1e-3,
               "data_parallel_loss_fell": True, "data_parallel_loss_difference": 1e-7,
               "data_parallel_replica_relative_error": 0.0, "data_parallel_replica_tolerance": 1e-6,
-              "data_parallel_replicas": 2, "data_parallel_replica_devices": 2}
-    ONE_DEVICE = {"data_parallel_devices": 1, "data_parallel_losses": [0.9, 0.5], "data_parallel_loss_fell": True}
+              "data_parallel_replicas": 2, "data_parallel_replica_devices": 2, **PRECISION}
+    ONE_DEVICE = {"data_parallel_devices": 1, "data_parallel_losses": [0.9, 0.5], "data_parallel_loss_fell": True,
+                  **PRECISION}
 
     def multigpu(framework, devices, pipeline, rate, **changes):
         made = record(task="MultiGPU", framework=framework, data="synthetic",
@@ -367,7 +374,7 @@ def test_runs_across_nodes_are_columns_of_their_own_after_the_single_machine(tmp
     '2 nodes × D' (devices per node), after the single machine's; its check joins the others."""
     checks = {"data_parallel_update_relative_error": 6e-15, "data_parallel_update_tolerance": 1e-3,
               "data_parallel_loss_fell": True, "data_parallel_loss_difference": 1e-16,
-              "data_parallel_replica_relative_error": 0.0, "data_parallel_replica_tolerance": 1e-6}
+              "data_parallel_replica_relative_error": 0.0, "data_parallel_replica_tolerance": 1e-6, **PRECISION}
 
     def multigpu(framework, settings, rate, devices, nodes=1):
         made = record(task="MultiGPU", framework=framework, data="synthetic",
