@@ -96,6 +96,14 @@ class Run:
         if self.task in reference.TRAJECTORY_TASKS:
             checks.update(reference.train_trajectory(self.task, self.params, dataset, metrics["epoch_losses"],
                                                      frameworks.precision(self.variant)))
+        if self.task == "GPT":
+            from common import ngrams
+
+            # The yardsticks of its validation loss, on the same validation text.
+            metrics = dict(metrics, baseline_losses=ngrams.baselines(dataset.x_train, dataset.x_valid,
+                                                                     len(dataset.vocabulary)))
+            print("n-gram baselines (nats per character):",
+                  ", ".join(f"{name} {loss:.3f}" for name, loss in metrics["baseline_losses"].items()))
         target = params.quality_target(self.task, self.profile, dataset.source)
         if target is not None and self.params.get("accuracy_run", True):
             metric, _ = params.quality_metric(self.task)

@@ -18,7 +18,7 @@ import re
 
 from common.params import TASKS
 from common.params import get_params
-from runner.report import SWEEP_TASKS, TASK_TITLES, cell_text, latest_by_cell, sweep_cell, validity
+from runner.report import SWEEP_TASKS, TASK_TITLES, baselines_text, cell_text, latest_by_cell, sweep_cell, validity
 
 ASSETS = Path(__file__).resolve().parent / "reader_assets"
 DEFAULT_COLUMNS = ("pytorch", "tensorflow")
@@ -250,11 +250,14 @@ def task_page(task, frameworks, table_cells, costs, docs, root, notebooks_dir, t
         store.append("\n".join(cells))
     labels = "".join(f'<div class="section-title" data-section="{key}">{html.escape(label)}</div>'
                      for key, label, _ in SECTIONS)
+    baselines = baselines_text(table_cells.get(task, {})) if task == "GPT" else ""
     body = (navigation(task, tasks)
             + f"<header><h1>{html.escape(title)}</h1>"
             "<p>The same model in each framework, one column each; each row is one section of the "
             "shared notebook skeleton. Choose up to four frameworks; the address keeps your choice, "
-            "so it can be shared.</p></header>\n"
+            "so it can be shared.</p>"
+            + (f"<p>{html.escape(baselines)}</p>" if baselines else "")
+            + "</header>\n"
             f'<form class="controls" data-default="{",".join(DEFAULT_COLUMNS)}" data-max="{MAX_COLUMNS}">'
             f'<fieldset class="choices"><legend>Frameworks</legend>{choices}</fieldset>'
             '<label class="diff-toggle"><input type="checkbox" name="diff"> mark what differs from the left-hand column</label>'

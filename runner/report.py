@@ -433,8 +433,8 @@ def device_table(task, task_cells, link=str):
                   "updates, against its bound), the same SGD steps on 1 and on N devices (the same, of the two "
                   "runs' updates), and the check's loss falling. A 1-device run is the scaling column's "
                   "baseline: it has no engine to check, and its own steps on the check's batch must lower the loss.", "",
-                  "| framework | valid runs | replicas: relative difference (bound) | 1 vs N devices: relative difference (bound) | loss fell | threads pinned / read back |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+                  "| framework | valid runs | replicas: relative difference (bound) | 1 vs N devices: relative difference (bound) | loss fell | fp32 measured: relative error (bound) | threads pinned / read back |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for row in rows:
             records = [cells[row] for cells in by_setting.values() if row in cells]
             valid = sum(validity(record)[0] for record in records)
@@ -445,9 +445,27 @@ def device_table(task, task_cells, link=str):
             checked = ([_largest_error(several, "data_parallel_replica"), _largest_error(several, "data_parallel_update")]
                        if several else ["no engine to check (1 device)"] * 2)
             checked.append("yes" if fell and all(fell) else ("no" if fell else "—"))
+            checked.append(precision_text(records))
             lines.append(f"| {row} | {valid} of {len(records)} | " + " | ".join(checked) + f" | {', '.join(threads)} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def precision_text(records):
+    """The records' largest precision-probe errors (common.precision), per op: 'matmul 4.8e-07,
+    convolution 4.5e-07 (≤ 1e-05)', or 'not measured' (a record made before the probe)."""
+    found, bound = {}, None
+    for record in records:
+        for name, value in record.get("checks", {}).items():
+            error = _number(value)
+            if name.startswith("precision_") and name.endswith("_relative_error") and error is not None:
+                what = name.removeprefix("precision_").removesuffix("_relative_error")
+                found[what] = max(found.get(what, error), error)
+                bound = _number(record["checks"].get(f"precision_{what}_tolerance")) or bound
+    if not found:
+        return "not measured"
+    return ", ".join(f"{what} {error:.1e}" for what, error in sorted(found.items(), key=lambda item: item[0] != "matmul")) + (
+        f" (≤ {bound:.0e})" if bound else "")
 
 
 def _largest_error(records, name):
@@ -501,8 +519,8 @@ def evidence_table(task, task_cells):
         shown, title = {column}, column_title(column)
         rate_title = f"{unit}: steady rate (min–max of the runs or windows)"
     lines = [f"Checks behind the column *{title.replace('<br>', ', ')}*:", "",
-             "| framework | valid | accuracy (target) | parity error (bound) | threads pinned / read back | "
-             f"{rate_title} |", "| --- | --- | --- | --- | --- | --- |"]
+             "| framework | valid | accuracy (target) | parity error (bound) | fp32 measured: relative error (bound) | "
+             f"threads pinned / read back | {rate_title} |", "| --- | --- | --- | --- | --- | --- | --- |"]
     ordered = sorted(task_cells.items(), key=lambda item: (item[0][0], item[1].get("hardware", {}).get("threads_pinned") or 0))
     for (row, key), record in ordered:
         if key not in shown:
@@ -531,8 +549,24 @@ def evidence_table(task, task_cells):
             rate = f"{show(metrics[headline])} ({show(min(windows))}–{show(max(windows))}, {len(windows)} {parts})"
         else:
             rate = "—"
-        lines.append(f"| {row} | {'yes' if valid else why.replace('|', '/')} | {quality} | {parity} | {threads} | {rate} |")
+        lines.append(f"| {row} | {'yes' if valid else why.replace('|', '/')} | {quality} | {parity} | "
+                     f"{precision_text([record])} | {threads} | {rate} |")
     return "\n".join(lines)
+
+
+def baselines_text(task_cells):
+    """The n-gram baselines (common.ngrams) of the newest GPT record that carries them: the loss a
+    model reaches that looks back 0, 1 or 2 characters, on the same validation text; '' if none."""
+    carrying = [record for record in task_cells.values() if record.get("metrics", {}).get("baseline_losses")]
+    if not carrying:
+        return ""
+    losses = max(carrying, key=lambda record: record.get("started_at", ""))["metrics"]["baseline_losses"]
+    from common.ngrams import ORDERS
+
+    shown = ", ".join(f"{name} {_number(losses[name]):.2f}" for name in ORDERS if name in losses)
+    return (f"Validation loss against the same validation text's n-gram baselines (nats per character, add-one "
+            f"smoothing, from the training text's counts): {shown}. A model at the bigram's loss has learnt which "
+            "character follows which, and its greedy sample loops; below the trigram's it uses more context.")
 
 
 def results_markdown(records, plot_paths=None, link=str):
@@ -546,6 +580,8 @@ def results_markdown(records, plot_paths=None, link=str):
         title = TASK_TITLES[task].format(**get_params(task))
         table = sweep_table if task in SWEEP_TASKS else device_table if task in DEVICE_SWEEP_TASKS else task_table
         parts.append(f"### {title}\n\n{table(task, cells[task], link)}")
+        if task == "GPT" and baselines_text(cells[task]):
+            parts.append(baselines_text(cells[task]))
         evidence = "" if task in DEVICE_SWEEP_TASKS else evidence_table(task, cells[task])
         if evidence:
             parts.append(evidence)

@@ -13,8 +13,11 @@ open(records.artifact_path(record_path, "extra.txt"), "w").write("artifact")
 """
 
 
+# The precision probe's checks a record must carry to count (runner/verdict.py PRECISION_CHECKS).
+PRECISION = {"precision_matmul_relative_error": 5e-7, "precision_matmul_tolerance": 1e-5,
+             "precision_convolution_relative_error": 5e-7, "precision_convolution_tolerance": 1e-5}
 # What an Inference record must carry to count (runner/verdict.py REQUIRED_CHECKS).
-INFERENCE_CHECKS = {"feature_max_abs_error": 1e-6, "feature_tolerance": 1e-3, "known_photos_correct": True}
+INFERENCE_CHECKS = {"feature_max_abs_error": 1e-6, "feature_tolerance": 1e-3, "known_photos_correct": True, **PRECISION}
 
 
 def write_notebook(path, body, parameters=PARAMETERS):
@@ -50,23 +53,24 @@ record = records.make_record(framework="pytorch", task="FCN5", profile=profile, 
                              metrics={"seconds_per_step": 1.0 / threads, "test_accuracy": 0.1,
                                       "epoch_losses": [2.3]},
                              checks={"train_parity_max_abs_error": 1e-6, "train_parity_tolerance": 1e-4,
-                                     "train_trajectory_max_abs_error": 1e-5, "train_trajectory_tolerance": 1e-4})
+                                     "train_trajectory_max_abs_error": 1e-5, "train_trajectory_tolerance": 1e-4,
+                                     **PRECISION})
 records.append_record(record, record_path)
 """
-    write_notebook(path, body)
+    write_notebook(path, f"PRECISION = {PRECISION!r}\n" + body)
 
 
 def device_sweeping(path):
     """A MultiGPU notebook that records the devices and pipeline the runner passed it, with the
     figures and checks a MultiGPU cell needs."""
-    body = """
+    body = f"PRECISION = {PRECISION!r}\n" + """
 from common import probe, records
 record = records.make_record(framework="pytorch", task="MultiGPU", profile=profile, data="synthetic",
                              hardware=dict(probe.hardware(), threads_pinned=1, threads=1), versions={},
                              params={"n_classes": 14, "batch_size": 8, "pipeline": pipeline},
                              metrics={"images_per_second": 10.0 / (devices or 2), "devices": devices or 2,
                                       "epoch_losses": [0.5]},
-                             checks={"data_parallel_loss_fell": True} if devices == 1 else {
+                             checks={"data_parallel_loss_fell": True, **PRECISION} if devices == 1 else {**PRECISION,
                                  "data_parallel_update_relative_error": 1e-6, "data_parallel_update_tolerance": 1e-3,
                                  "data_parallel_loss_fell": True, "data_parallel_replica_relative_error": 0.0,
                                  "data_parallel_replica_tolerance": 1e-6, "data_parallel_replicas": 2,

@@ -139,6 +139,9 @@ def test_gpt_learns_below_its_loss_target_generates_and_matches_the_numpy_gpt(sm
     assert metrics["sample"].startswith(run_params["prompt"]) and len(metrics["sample"]) == len(run_params["prompt"]) + run_params["generate_tokens"]
     assert metrics["tokens_per_second"] > 0 and metrics["generation_tokens_per_second"] > 0
     assert metrics["steps"] == run_params["train_steps"]
+    # Its yardsticks, on the same validation text (common.ngrams): each longer context predicts better.
+    baselines = metrics["baseline_losses"]
+    assert set(baselines) == {"unigram", "bigram", "trigram"} and baselines["unigram"] > baselines["bigram"] > baselines["trigram"] > 0
     assert checks["train_parity_max_abs_error"] <= checks["train_parity_tolerance"] == reference.TRAIN_PARITY_TOLERANCE["GPT"]
 
 
@@ -252,7 +255,8 @@ def test_multigpu_trains_one_model_on_one_and_all_devices_from_ram_and_disk(smok
             assert checks.get("data_parallel_batch_shards", devices) == devices
             assert ("data_parallel_batch_shards" in checks) == (framework in XLA_MULTIGPU)
         else:  # no engine to check: the baseline's own steps on the check's batch lowered the loss
-            assert sorted(checks) == ["data_parallel_devices", "data_parallel_loss_fell", "data_parallel_losses"]
+            assert sorted(name for name in checks if not name.startswith("precision_")) == [
+                    "data_parallel_devices", "data_parallel_loss_fell", "data_parallel_losses"]
             assert checks["data_parallel_devices"] == 1 and checks["data_parallel_loss_fell"] is True
             assert len(checks["data_parallel_losses"]) == smoke["equivalence_steps"]
         assert metrics["steps"] == smoke["epochs"] * (smoke["n_train"] // (devices * smoke["batch_size"]))

@@ -243,7 +243,7 @@ def test_the_evidence_table_shows_what_each_figure_rests_on():
                                                                "epoch_losses": [2.0, 1.0],
                                                                "images_per_second_windows": [480.0, 510.0]})
     text = report.evidence_table("CNN", report.latest_by_cell(runs + [low])["CNN"])
-    assert "| PyTorch | yes | 0.700 (0.60) | 1.0e-07 (≤ 1e-03) | 2 / 2 | 300 (290–330, 3 runs) |" in text
+    assert "| PyTorch | yes | 0.700 (0.60) | 1.0e-07 (≤ 1e-03) | matmul 5.0e-07, convolution 5.0e-07 (≤ 1e-05) | 2 / 2 | 300 (290–330, 3 runs) |" in text
     assert "| TensorFlow | invalid: accuracy 0.5 below target 0.6 | 0.500 (0.60) |" in text
     assert "500 (480–510, 2 windows)" in text
 
@@ -290,8 +290,8 @@ def test_fcn5_is_one_table_per_machine_with_a_column_per_thread_count(tmp_path):
     assert "| Caffe | cannot run here:" in markdown and "| CNTK | cannot run here:" in markdown
     # The evidence table covers every thread count of the machine.
     quality = "0.450 (0.30); whole run vs numpy 2.0e-05 (≤ 1e-04)"
-    assert f"| PyTorch | yes | {quality} | 1.0e-06 (≤ 1e-04) | 1 / 1 | 1000 ms (1000 ms–1100 ms, 2 batches) |" in markdown
-    assert f"| PyTorch | yes | {quality} | 1.0e-06 (≤ 1e-04) | 2 / 2 | 500 ms (500 ms–550 ms, 2 batches) |" in markdown
+    assert f"| PyTorch | yes | {quality} | 1.0e-06 (≤ 1e-04) | matmul 5.0e-07 (≤ 1e-05) | 1 / 1 | 1000 ms (1000 ms–1100 ms, 2 batches) |" in markdown
+    assert f"| PyTorch | yes | {quality} | 1.0e-06 (≤ 1e-04) | matmul 5.0e-07 (≤ 1e-05) | 2 / 2 | 500 ms (500 ms–550 ms, 2 batches) |" in markdown
     paths = plots.plot_tasks(written, tmp_path)
     assert paths["FCN5"].read_bytes().startswith(b"\x89PNG")
 
