@@ -15,6 +15,8 @@ CONVOLUTION_SHAPE = (2, 16, 10, 10, 16, 3)  # batch, input channels, height, wid
 ERROR_BOUND = 1e-5
 # The tasks whose models convolve: their probe measures a convolution beside the product.
 CONVOLUTION_TASKS = ("CNN", "Inference", "MultiGPU")
+# What a probe may measure: each a check `precision_<operation>_relative_error` of the record.
+OPERATIONS = ("matmul", "convolution", "recurrent")
 # Significant bits a format keeps of an fp32 input (the implicit one included).
 SIGNIFICANT_BITS = {"tf32": 11, "bf16": 8}
 

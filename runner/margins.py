@@ -5,6 +5,7 @@ A bound closer than MIN_MARGIN to either side is flagged: it is a defect to fix.
 from pathlib import Path
 
 from common.frameworks import precision
+from common.precision import OPERATIONS
 from common.probe import hardware_label
 from common.records import append_record, read_records
 from runner import verdict
@@ -38,7 +39,7 @@ CHECKS = {
     "MultiGPU replicas": ("MultiGPU", "data_parallel_replica_relative_error", None),
     # Every task's runs, fp32 and bf16 alike: the probe measures the fp32 products either way.
     **{f"fp32 precision, {what}": (None, f"precision_{what}_relative_error", None)
-       for what in ("matmul", "convolution", "recurrent")},
+       for what in OPERATIONS},
 }
 
 

@@ -8,6 +8,7 @@ before a check existed (`before_protocol`) leaves the tables.
 import math
 
 from common.frameworks import precision as variant_precision
+from common.precision import CONVOLUTION_TASKS, OPERATIONS
 from common.params import (DEVICE_SWEEP_TASKS, QUALITY_TARGETS, THREAD_SWEEP_TASKS, meets_target, quality_metric,
                            quality_target)
 
@@ -36,9 +37,9 @@ REQUIRED_CHECKS = {
 # them its convolution and its fused RNN, against float64. A GPU run needs the probe from the protocol
 # that brought it (the TF32 rows it exposes were GPU rows); a CPU run, whose frameworks compute fp32 in
 # fp32 unless told otherwise, from the records of that protocol on.
-PRECISION_CHECKS = {task: ("precision_matmul_relative_error",) for task in REQUIRED_CHECKS}
-PRECISION_CHECKS.update({task: ("precision_matmul_relative_error", "precision_convolution_relative_error")
-                         for task in ("CNN", "Inference", "MultiGPU")})
+PRECISION_CHECKS = {task: ("precision_matmul_relative_error",)
+                    + (("precision_convolution_relative_error",) if task in CONVOLUTION_TASKS else ())
+                    for task in REQUIRED_CHECKS}
 PRECISION_PROTOCOL = 5
 
 # The verdict on a bf16 run whose checks passed where bf16 is not native (harness.finish records it).
@@ -106,13 +107,10 @@ def validity(record, whole=False):
     reduced = reduced_precision(record)
     if reduced:
         return False, f"invalid: {reduced}"
-    for name in sorted(checks):
-        suffix = next((suffix for suffix in ERROR_SUFFIXES if name.endswith(suffix)), None)
-        if suffix:
-            error = _number(checks[name])
-            tolerance = _number(checks.get(name.replace(suffix, "_tolerance")))
-            if error is None or tolerance is None or not error <= tolerance:
-                return False, f"invalid: {name.replace(suffix, '')} error {checks[name]}"
+    beyond = errors_beyond_bounds(checks)
+    if beyond:
+        name, value, _, _ = beyond[0]
+        return False, f"invalid: {name} error {value}"
     busy, pinned = _number(metrics.get("cpus_busy")), _number(record.get("hardware", {}).get("threads_pinned"))
     if busy is not None and pinned and not record.get("hardware", {}).get("gpu_count") and busy > CPU_SLACK * pinned + 0.15:
         return False, f"invalid: kept {busy:.1f} cores busy with {pinned:.0f} thread(s) pinned"
@@ -147,18 +145,40 @@ def validity(record, whole=False):
     return True, ""
 
 
+def errors_beyond_bounds(checks):
+    """[(check, recorded value, error, bound)] of every `<check>_max_abs_error` or
+    `<check>_relative_error` not within its `<check>_tolerance` (a missing or unreadable number is
+    not within it), in the order of their names."""
+    found = []
+    for name in sorted(checks):
+        suffix = next((suffix for suffix in ERROR_SUFFIXES if name.endswith(suffix)), None)
+        if suffix:
+            check = name.removesuffix(suffix)
+            error, bound = _number(checks[name]), _number(checks.get(f"{check}_tolerance"))
+            if error is None or bound is None or not error <= bound:
+                found.append((check, checks[name], error, bound))
+    return found
+
+
+def precision_errors(checks):
+    """{operation: error} of the record's precision probe (common.precision), where it recorded one."""
+    found = {}
+    for operation in OPERATIONS:
+        error = _number(checks.get(f"precision_{operation}_relative_error"))
+        if error is not None:
+            found[operation] = error
+    return found
+
+
 def reduced_precision(record):
     """Why the record's precision probe says its products ran below IEEE fp32 ("ran in reduced
     precision: matmul 2.3e-04 from float64, fp32 stays below 1e-05"), or ''."""
-    checks = record.get("checks", {})
-    for name in sorted(checks):
-        if name.startswith("precision_") and name.endswith("_relative_error"):
-            error, bound = _number(checks[name]), _number(checks.get(name.replace("_relative_error", "_tolerance")))
-            if error is None or bound is None or not error <= bound:
-                what = name.removeprefix("precision_").removesuffix("_relative_error")
-                shown = f"{error:.1e}" if error is not None else checks[name]
-                return f"ran in reduced precision: {what} {shown} from float64, fp32 stays below {bound:.0e}" if bound \
-                    else f"no bound for its {what} precision"
+    for check, value, error, bound in errors_beyond_bounds(record.get("checks", {})):
+        if check.startswith("precision_"):
+            what = check.removeprefix("precision_")
+            shown = f"{error:.1e}" if error is not None else value
+            return (f"ran in reduced precision: {what} {shown} from float64, fp32 stays below {bound:.0e}" if bound
+                    else f"no bound for its {what} precision")
     return ""
 
 
@@ -215,5 +235,5 @@ def bounds():
     found["bf16 features"] = numpy_resnet.BF16_FEATURE_TOLERANCE
     found["MultiGPU equivalence"] = densenet.UPDATE_TOLERANCE
     found["MultiGPU replicas"] = densenet.REPLICA_TOLERANCE
-    found.update({f"fp32 precision, {what}": precision.ERROR_BOUND for what in ("matmul", "convolution", "recurrent")})
+    found.update({f"fp32 precision, {what}": precision.ERROR_BOUND for what in OPERATIONS})
     return found
