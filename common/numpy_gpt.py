@@ -409,15 +409,18 @@ def adamw(weights, gradients, state, learning_rate, beta_1, beta_2, epsilon, wei
     return new_weights, new_state
 
 
-def train_step(weights, state, tokens, targets, config, hyper, options=None, decayed=nanogpt_decayed):
+def train_step(weights, state, tokens, targets, config, hyper, options=None, decayed=nanogpt_decayed,
+               with_norm=False):
     """One nanoGPT training step: forward, backward, clip (hyper["grad_clip"]; 0 switches it off,
     as train.py), AdamW (hyper: learning_rate, beta_1, beta_2, epsilon, weight_decay). Returns
-    (new weights, new state, the step's loss). `options` and `decayed` only for broken models."""
+    (new weights, new state, the step's loss), and with_norm the global gradient norm before
+    clipping after them. `options` and `decayed` only for broken models."""
     logits, cache = forward(weights, tokens, config, options)
     step_loss = loss(logits, targets)
     gradients = backward(weights, cache, targets, config)
+    clipped, norm = clip_by_global_norm(gradients, hyper["grad_clip"] or 1.0)
     if hyper["grad_clip"] != 0.0:
-        gradients, _ = clip_by_global_norm(gradients, hyper["grad_clip"])
+        gradients = clipped
     new_weights, new_state = adamw(weights, gradients, state, hyper["learning_rate"], hyper["beta_1"],
                                    hyper["beta_2"], hyper["epsilon"], hyper["weight_decay"], decayed)
-    return new_weights, new_state, step_loss
+    return (new_weights, new_state, step_loss) + ((float(norm),) if with_norm else ())

@@ -8,7 +8,9 @@ Training parity: a notebook loads `parity_weights(task)` (the same kernels, rand
 so a wrong bias mapping shows), builds its model with dropout off, runs PARITY_STEPS steps of its
 own training step (its optimiser, its compiled or converted callable) on `parity_batch(task)`, and
 hands the step losses and the logits afterwards to `train_parity(task, losses, logits)`, which
-compares them with the same steps in float64 numpy (common.numpy_models).
+compares them with the same steps in float64 numpy (common.numpy_models). GPT takes
+parity_steps_of("GPT") steps, each on its own batch of `parity_batches("GPT")`, so that its gradient
+clipping acts on some steps and not on others.
 
 Framework-neutral layout (Keras' own, which most frameworks are one transpose away from):
   conv kernels  (kh, kw, in, out)          dense kernels  (in, out)
@@ -34,6 +36,19 @@ from common.params import get_params
 SEED = 1234
 PARITY_BATCH_SIZE = 8
 PARITY_STEPS = 3
+# GPT's parity steps, each on its own batch: AdamW hardly sees a gradient scaled as a whole (its
+# first step is the gradient's sign), so clipping shows only where it scales some steps and not
+# others. In a batch of random characters the gradient is small (global norm about 0.4 from the
+# parity weights); where a fraction of the characters is one character (as a space is in text) the
+# per-position gradients add up (norm 1.3 at a tenth, 2.3 at a fifth). The fractions below put the
+# pre-clip norm above the threshold of 1.0 on some steps and below it on the others, each away from
+# it by more than a tenth (tests/test_reference.py holds it). The random batch is one and the same,
+# the first three steps the check as it was: repeated steps on one batch add up what a subtle
+# mistake in the model changes (the LayerNorm epsilon, the tanh GELU: about 20× the bound), where
+# twelve batches all different leave them below 10× (runner.margins shows each copy's margin).
+GPT_PARITY_FRACTIONS = (0.0, 0.0, 0.0, 0.2, 0.0, 0.1, 0.3, 0.0, 0.2, 0.0, 0.25, 0.0)
+# The character that fills a fraction of a GPT parity batch.
+GPT_PARITY_CHARACTER = 7
 # Max abs difference of the step losses and the final logits against float64. The same steps in
 # float32 numpy differ from float64 by 9e-7 (CNN), 2.3e-7 (RNN), 5.7e-6 (FCN5); PyTorch's by 6e-7,
 # 1.6e-7 and 1.1e-6. The CNN's bound is wider: float32 rounding can flip a max-pool winner that
@@ -43,9 +58,8 @@ PARITY_STEPS = 3
 # FCN5's is wider: with DLBench's momentum, MXNet's oneDNN fully connected layers differ from float64
 # by 3.5e-5 (1.6e-6 with MXNET_MKLDNN_ENABLED=0, as every other framework), and the nearest broken
 # copy (two rows of dense2's bias swapped) by 7.5e-3; runner.margins shows both sides of each bound.
-# GPT's (AdamW from the parity weights, three steps): float32 numpy 4.5e-7, PyTorch 1.5e-7; weight
-# decay on biases and LayerNorm moves it by 1.0e-4, epsilon 1e-6 by 1.5e-4, the tanh GELU by 1.8e-4,
-# q and k swapped by 3.4e-4, a missing causal mask by 1.2e-2 (runner.broken_copies).
+# GPT's: AdamW with clipping from the parity weights, float32 rounding well below it, the mistakes
+# of runner.broken_copies above it (runner.margins shows both sides).
 TRAIN_PARITY_TOLERANCE = {"CNN": 1e-3, "RNN": 1e-4, "FCN5": 5e-4, "GPT": 1e-5}
 # A bf16 training variant's steps (mixed precision: bfloat16 matmuls and convolutions, float32
 # weights, optimiser and loss) against the same float64 steps. bf16 keeps 8 significant bits: the six
@@ -166,19 +180,38 @@ def parity_weights(task):
     return weights
 
 
+def parity_steps_of(task):
+    """How many training steps the parity check of `task` takes."""
+    return len(GPT_PARITY_FRACTIONS) if task == "GPT" else PARITY_STEPS
+
+
+def parity_batches(task, seed=SEED, layout="NCHW"):
+    """The batches of the parity steps, one per step: GPT's token windows and their next tokens
+    ((PARITY_BATCH_SIZE, block_size) int32 and int64 each, GPT_PARITY_FRACTIONS of them one
+    character; the random ones the first batch); for the other tasks parity_batch(task) at every step."""
+    if task != "GPT":
+        return [parity_batch(task, seed, layout)] * PARITY_STEPS
+    params = gpt_parity_params()
+    rng = np.random.default_rng(seed + 2)
+    found = []
+    for fraction in GPT_PARITY_FRACTIONS:
+        tokens = rng.integers(0, params["vocabulary_size"], size=(PARITY_BATCH_SIZE, params["block_size"] + 1))
+        tokens[rng.random(tokens.shape) < fraction] = GPT_PARITY_CHARACTER
+        batch = np.ascontiguousarray(tokens[:, :-1], np.int32), np.ascontiguousarray(tokens[:, 1:], np.int64)
+        found.append(found[0] if fraction == 0 and found else batch)
+    return found
+
+
 def parity_batch(task, seed=SEED, layout="NCHW"):
     """The fixed (inputs, labels) of the parity check: images for CNN (NCHW, or NHWC for a
     channels-last framework, as `data.load_cnn_images`' layout), token ids for RNN, flat images for
-    FCN5; int64 labels."""
+    FCN5; int64 labels. GPT's: the first of its parity_batches, on which its logits are compared."""
     _check_task(task)
     if layout not in ("NCHW", "NHWC"):
         raise ValueError(f"unknown layout {layout!r}; valid: NCHW, NHWC")
-    rng = np.random.default_rng(seed + 2)
     if task == "GPT":
-        # Token windows and their next tokens, (PARITY_BATCH_SIZE, block_size) int32 each.
-        params = gpt_parity_params()
-        tokens = rng.integers(0, params["vocabulary_size"], size=(PARITY_BATCH_SIZE, params["block_size"] + 1))
-        return np.ascontiguousarray(tokens[:, :-1], np.int32), np.ascontiguousarray(tokens[:, 1:], np.int64)
+        return parity_batches(task, seed)[0]
+    rng = np.random.default_rng(seed + 2)
     params = get_params(task)
     if task == "CNN":
         x = rng.uniform(0.0, 1.0, size=(PARITY_BATCH_SIZE,) + tuple(params["image_shape"]))
@@ -214,12 +247,13 @@ def optimiser_step(task, weights, grads, state, adam_form="paper"):
 
 def parity_steps(task, weights, dtype=np.float64, optimiser=None, adam_form="paper"):
     """(losses, logits after them) of PARITY_STEPS numpy steps on parity_batch(task) from `weights`,
-    in `dtype`; `optimiser(weights, grads, state)` replaces the task's own (a broken copy's)."""
+    in `dtype` (GPT: gpt_parity_steps); `optimiser(weights, grads, state)` replaces the task's own (a
+    broken copy's; for GPT, gpt_parity_steps' options)."""
     dtype = np.dtype(dtype)
     weights = {name: value.astype(dtype) for name, value in weights.items()}
-    x, labels = parity_batch(task)
     if task == "GPT":
-        return gpt_parity_steps(weights, x, labels, **(optimiser or {}))
+        return gpt_parity_steps(weights, **(optimiser or {}))[:2]
+    x, labels = parity_batch(task)
     state, losses = {}, []
     for _ in range(PARITY_STEPS):
         loss, grads = _GRADIENTS[task](weights, x, labels, dtype)
@@ -231,17 +265,23 @@ def parity_steps(task, weights, dtype=np.float64, optimiser=None, adam_form="pap
     return np.array(losses), _FORWARD[task](weights, x, None, dtype)
 
 
-def gpt_parity_steps(weights, tokens, targets, options=None, decayed=numpy_gpt.nanogpt_decayed):
-    """GPT's PARITY_STEPS train steps (AdamW with clipping, common.params' settings) and its logits
-    after them; `options` and `decayed` build a broken model (numpy_gpt.OPTION_DEFAULTS)."""
+def gpt_parity_steps(weights, options=None, decayed=numpy_gpt.nanogpt_decayed, hyper=None):
+    """GPT's parity steps (AdamW with clipping, common.params' settings), one on each of
+    parity_batches("GPT"): (their losses, the logits after them on the first batch, their pre-clip
+    global gradient norms). `options`, `decayed` and `hyper` (settings that replace common.params')
+    build a broken model or step (numpy_gpt.OPTION_DEFAULTS)."""
     params = gpt_parity_params()
-    config, state, losses = gpt_config(params), {}, []
-    hyper = {name: params[name] for name in ("learning_rate", "beta_1", "beta_2", "epsilon", "weight_decay", "grad_clip")}
-    for _ in range(PARITY_STEPS):
-        weights, state, loss = numpy_gpt.train_step(weights, state, tokens, targets, config, hyper, options, decayed)
+    config, state, losses, norms = gpt_config(params), {}, [], []
+    settings = {name: params[name] for name in ("learning_rate", "beta_1", "beta_2", "epsilon", "weight_decay", "grad_clip")}
+    settings.update(hyper or {})
+    batches = parity_batches("GPT")
+    for tokens, targets in batches:
+        weights, state, loss, norm = numpy_gpt.train_step(weights, state, tokens, targets, config, settings, options,
+                                                          decayed, with_norm=True)
         losses.append(loss)
-    logits, _ = numpy_gpt.forward(weights, tokens, config, options)
-    return np.array(losses), logits
+        norms.append(norm)
+    logits, _ = numpy_gpt.forward(weights, batches[0][0], config, options)
+    return np.array(losses), logits, np.array(norms)
 
 
 @functools.lru_cache(maxsize=None)
@@ -253,7 +293,8 @@ def _reference_training(task, dtype_name, adam_form="paper"):
     from common import params as params_module
     from common.paths import data_cache
 
-    digest = hashlib.sha256(repr((task, dtype_name, adam_form, SEED, PARITY_STEPS)).encode())
+    digest = hashlib.sha256(repr((task, dtype_name, adam_form, SEED, PARITY_STEPS, GPT_PARITY_FRACTIONS,
+                                  GPT_PARITY_CHARACTER)).encode())
     digest.update(trajectory_code())
     digest.update(inspect.getsource(numpy_gpt).encode() + inspect.getsource(params_module).encode())
     path = data_cache() / "parity" / f"parity-{task}-{dtype_name}-{adam_form}-{digest.hexdigest()[:16]}.json"
@@ -294,7 +335,7 @@ def train_parity_error(task, losses, logits, adam_form="paper"):
     losses = np.asarray(losses, dtype=np.float64).reshape(-1)
     logits = np.asarray(logits, dtype=np.float64)
     if losses.shape != expected_losses.shape:
-        raise ValueError(f"{losses.size} step losses, expected {PARITY_STEPS}")
+        raise ValueError(f"{losses.size} step losses, expected {expected_losses.size}")
     if logits.shape != expected_logits.shape:
         raise ValueError(f"logits of shape {logits.shape}, expected {expected_logits.shape}")
     return float(max(np.abs(losses - expected_losses).max(), np.abs(logits - expected_logits).max()))
@@ -315,7 +356,7 @@ def train_parity(task, losses, logits, bf16=None):
     form = min(errors, key=errors.get)
     checks = {"train_parity_max_abs_error": errors[form],
               "train_parity_tolerance": TRAIN_PARITY_TOLERANCE[task],
-              "train_parity_steps": PARITY_STEPS}
+              "train_parity_steps": parity_steps_of(task)}
     if task == "RNN":
         checks["adam_form"] = form
     if bf16 is not None:

@@ -187,7 +187,7 @@ def parity_copies():
     from common import numpy_models, reference
     from common.params import get_params
 
-    cnn, rnn, fcn5 = (get_params(task) for task in ("CNN", "RNN", "FCN5"))
+    cnn, rnn, fcn5, gpt_params = (get_params(task) for task in ("CNN", "RNN", "FCN5", "GPT"))
     parity = {task: reference.parity_weights(task) for task in reference.TASKS}
     copies = [("CNN", f"{name} rows 0 and 1 swapped", _swapped("CNN", name)) for name in ("conv2/bias", "dense1/bias", "dense2/bias")]
     copies += [("RNN", f"{name} rows 0 and 1 swapped", _swapped("RNN", name)) for name in ("gru/b_z", "gru/c_n", "gru/c_r")]
@@ -211,7 +211,10 @@ def parity_copies():
            ("LayerNorm epsilon 1e-6 instead of 1e-5", {"options": {"layer_norm_epsilon": 1e-6}}),
            ("tanh GELU where the model says exact", {"options": {"gelu": "tanh"}}),
            ("no causal mask (future tokens visible)", {"options": {"causal": False}}),
-           ("weight decay on biases and LayerNorm too", {"decayed": lambda name, array: True})]
+           ("weight decay on biases and LayerNorm too", {"decayed": lambda name, array: True}),
+           ("no gradient clipping", {"hyper": {"grad_clip": 0.0}}),
+           ("gradient clipping at twice the norm", {"hyper": {"grad_clip": 2 * gpt_params["grad_clip"]}}),
+           (f"AdamW's beta_2 0.999 instead of {gpt_params['beta_2']}", {"hyper": {"beta_2": 0.999}})]
     found += [("GPT", copy, _parity_error("GPT", parity["GPT"], broken)) for copy, broken in gpt]
     return [(f"training parity, {task}", copy, error, reference.TRAIN_PARITY_TOLERANCE[task])
             for task, copy, error in found]

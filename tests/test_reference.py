@@ -115,6 +115,25 @@ def test_parity_batches_are_fixed_labelled_and_padded():
         reference.parity_batch("CNN", layout="HWC")
 
 
+def test_gpt_parity_steps_clip_the_gradient_on_some_steps_and_not_on_others():
+    """Every GPT parity step on its batch; the pre-clip global norm in float64 well above the clipping
+    threshold on some steps and well below it on the others, so that the clipping, its threshold and
+    AdamW's moments each change the steps (runner.broken_copies' copies, ten times the bound and more)."""
+    batches = reference.parity_batches("GPT")
+    assert len(batches) == reference.parity_steps_of("GPT") >= 10
+    tokens, targets = reference.parity_batch("GPT")
+    np.testing.assert_array_equal(batches[0][0], tokens)
+    assert all(x.dtype == np.int32 and y.dtype == np.int64 for x, y in batches)
+    assert len({x.tobytes() for x, _ in batches}) > len(batches) // 3  # the clipped ones each their own
+    weights = {name: value.astype(np.float64) for name, value in reference.parity_weights("GPT").items()}
+    losses, logits, norms = reference.gpt_parity_steps(weights)
+    threshold = reference.gpt_parity_params()["grad_clip"]
+    above, below = norms[norms > threshold], norms[norms <= threshold]
+    assert len(above) >= 3 and len(below) >= 3
+    assert above.min() > 1.1 * threshold and below.max() < 0.9 * threshold
+    np.testing.assert_array_equal(losses, reference.reference_training("GPT")[0])
+
+
 def steps_with(task, weights, optimiser=None):
     """The reference's PARITY_STEPS in float64 from `weights`, optionally with another optimiser."""
     return reference.parity_steps(task, weights, optimiser=optimiser)
