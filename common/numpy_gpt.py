@@ -372,11 +372,16 @@ def backward(weights, cache, targets, config):
 
 # ---- clipping and AdamW, as nanoGPT's train.py steps them ----
 
+def global_norm(gradients):
+    """The L2 norm of all gradients together."""
+    return np.sqrt(sum(np.sum(gradient * gradient) for gradient in gradients.values()))
+
+
 def clip_by_global_norm(gradients, max_norm):
     """torch.nn.utils.clip_grad_norm_: the L2 norm of all gradients together (the norm of the
     tensors' norms); every gradient scaled by min(1, max_norm / (norm + 1e-6)), which PyTorch
     applies even when it is 1. Returns (clipped gradients, total norm before clipping)."""
-    total_norm = np.sqrt(sum(np.sum(gradient * gradient) for gradient in gradients.values()))
+    total_norm = global_norm(gradients)
     coefficient = min(1.0, max_norm / (float(total_norm) + 1e-6))
     return {name: gradient * coefficient for name, gradient in gradients.items()}, total_norm
 
@@ -409,18 +414,18 @@ def adamw(weights, gradients, state, learning_rate, beta_1, beta_2, epsilon, wei
     return new_weights, new_state
 
 
-def train_step(weights, state, tokens, targets, config, hyper, options=None, decayed=nanogpt_decayed,
-               with_norm=False):
+def train_step(weights, state, tokens, targets, config, hyper, options=None, decayed=nanogpt_decayed):
     """One nanoGPT training step: forward, backward, clip (hyper["grad_clip"]; 0 switches it off,
     as train.py), AdamW (hyper: learning_rate, beta_1, beta_2, epsilon, weight_decay). Returns
-    (new weights, new state, the step's loss), and with_norm the global gradient norm before
-    clipping after them. `options` and `decayed` only for broken models."""
+    (new weights, new state, the step's loss, the global gradient norm before clipping). `options`
+    and `decayed` only for broken models."""
     logits, cache = forward(weights, tokens, config, options)
     step_loss = loss(logits, targets)
     gradients = backward(weights, cache, targets, config)
-    clipped, norm = clip_by_global_norm(gradients, hyper["grad_clip"] or 1.0)
     if hyper["grad_clip"] != 0.0:
-        gradients = clipped
+        gradients, norm = clip_by_global_norm(gradients, hyper["grad_clip"])
+    else:
+        norm = global_norm(gradients)
     new_weights, new_state = adamw(weights, gradients, state, hyper["learning_rate"], hyper["beta_1"],
                                    hyper["beta_2"], hyper["epsilon"], hyper["weight_decay"], decayed)
-    return (new_weights, new_state, step_loss) + ((float(norm),) if with_norm else ())
+    return new_weights, new_state, step_loss, float(norm)

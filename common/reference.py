@@ -185,12 +185,12 @@ def parity_steps_of(task):
     return len(GPT_PARITY_FRACTIONS) if task == "GPT" else PARITY_STEPS
 
 
-def parity_batches(task, seed=SEED, layout="NCHW"):
-    """The batches of the parity steps, one per step: GPT's token windows and their next tokens
-    ((PARITY_BATCH_SIZE, block_size) int32 and int64 each, GPT_PARITY_FRACTIONS of them one
-    character; the random ones the first batch); for the other tasks parity_batch(task) at every step."""
+def parity_batches(task, seed=SEED):
+    """GPT's parity batches, one per step: token windows and their next tokens ((PARITY_BATCH_SIZE,
+    block_size) int32 and int64 each), GPT_PARITY_FRACTIONS of them one character, the random ones
+    the first batch. The other tasks repeat parity_batch(task)."""
     if task != "GPT":
-        return [parity_batch(task, seed, layout)] * PARITY_STEPS
+        raise ValueError(f"{task} repeats one parity batch (parity_batch); GPT's alone are several")
     params = gpt_parity_params()
     rng = np.random.default_rng(seed + 2)
     found = []
@@ -277,7 +277,7 @@ def gpt_parity_steps(weights, options=None, decayed=numpy_gpt.nanogpt_decayed, h
     batches = parity_batches("GPT")
     for tokens, targets in batches:
         weights, state, loss, norm = numpy_gpt.train_step(weights, state, tokens, targets, config, settings, options,
-                                                          decayed, with_norm=True)
+                                                          decayed)
         losses.append(loss)
         norms.append(norm)
     logits, _ = numpy_gpt.forward(weights, batches[0][0], config, options)
@@ -293,8 +293,7 @@ def _reference_training(task, dtype_name, adam_form="paper"):
     from common import params as params_module
     from common.paths import data_cache
 
-    digest = hashlib.sha256(repr((task, dtype_name, adam_form, SEED, PARITY_STEPS, GPT_PARITY_FRACTIONS,
-                                  GPT_PARITY_CHARACTER)).encode())
+    digest = hashlib.sha256(repr((task, dtype_name, adam_form, SEED, PARITY_STEPS)).encode())
     digest.update(trajectory_code())
     digest.update(inspect.getsource(numpy_gpt).encode() + inspect.getsource(params_module).encode())
     path = data_cache() / "parity" / f"parity-{task}-{dtype_name}-{adam_form}-{digest.hexdigest()[:16]}.json"

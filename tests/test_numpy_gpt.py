@@ -189,7 +189,7 @@ def test_train_step_lowers_the_loss_and_leaves_its_inputs_alone():
     state, losses = {}, []
     new = weights
     for _ in range(STEPS):
-        new, state, step_loss = numpy_gpt.train_step(new, state, tokens, targets, REALISTIC, HYPER)
+        new, state, step_loss, _ = numpy_gpt.train_step(new, state, tokens, targets, REALISTIC, HYPER)
         losses.append(step_loss)
     assert losses[0] == pytest.approx(math.log(REALISTIC["vocabulary_size"]), abs=0.05)  # near uniform at the start
     assert losses[2] < losses[1] < losses[0] and state["step"] == STEPS
@@ -218,8 +218,8 @@ def training(dtype, options=None, decayed=numpy_gpt.nanogpt_decayed):
     tokens, targets = next_token_batch(REALISTIC, BATCH_SIZE, SEED + 2)
     state, losses = {}, []
     for _ in range(STEPS):
-        weights, state, step_loss = numpy_gpt.train_step(weights, state, tokens, targets, REALISTIC, HYPER,
-                                                          options, decayed)
+        weights, state, step_loss, _ = numpy_gpt.train_step(weights, state, tokens, targets, REALISTIC, HYPER,
+                                                             options, decayed)
         losses.append(step_loss)
     logits, _ = numpy_gpt.forward(weights, tokens, REALISTIC, options)
     losses.append(numpy_gpt.loss(logits, targets))
