@@ -62,22 +62,17 @@ def main(argv=None):
         except bundle.BundleError as error:
             sys.exit(f"[bundle] {error}")
         return 0
-    from runner.regenerate import regenerate
-
-    if arguments.docs:
-        regenerate(arguments.results_dir.resolve(), arguments.readme, arguments.notebooks_dir)
-        return 0
-    if arguments.import_records is not None:
+    if arguments.docs or arguments.import_records is not None:
         from runner.import_records import import_records
+        from runner.regenerate import regenerate
 
-        import_records(arguments.import_records, arguments.results_dir.resolve())
+        if arguments.import_records is not None:
+            import_records(arguments.import_records, arguments.results_dir.resolve())
         regenerate(arguments.results_dir.resolve(), arguments.readme, arguments.notebooks_dir)
         return 0
     from runner.session import Session
 
-    if arguments.measure_install:
-        return Session(arguments).measure_install()
-    return Session(arguments).run()
+    return Session(arguments).measure_install() if arguments.measure_install else Session(arguments).run()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Run the deliberately broken copies (runner/broken_copies.py) and keep what each produced in
 results/broken_copies.jsonl: the far side of every bound in the README's margins table.
 
-    python3 benchmarks/broken_copies.py                          # numpy copies and every broken engine
+    python3 benchmarks/broken_copies.py                          # numpy copies, every broken engine and optimiser
     python3 benchmarks/broken_copies.py --engines pytorch,gluon  # numpy copies and those engines
     python3 benchmarks/broken_copies.py --engines none           # the numpy copies only (about 2 minutes; 12 more where
                                                                  # FCN5's quick-run trajectories are not cached)
@@ -9,7 +9,7 @@ results/broken_copies.jsonl: the far side of every bound in the README's margins
 
 Run it in the runner's environment (python3 run_all.py builds it; its python is printed by
 `python3 run_all.py --list`); each broken engine is one MultiGPU smoke run through run_all.py (its
-framework's environment is built when missing). `run_all.py --docs` then regenerates the table.
+framework's environment is built when missing), each broken optimiser one GPT smoke run. `run_all.py --docs` then regenerates the table.
 """
 import argparse
 import datetime
@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT))
 from common import probe  # noqa: E402
 from runner import broken_copies, margins, report  # noqa: E402
 
-ENGINE_FRAMEWORKS = sorted({framework for framework, _, _ in broken_copies.BROKEN_ENGINES})
+ENGINE_FRAMEWORKS = sorted({framework for framework, _, _ in broken_copies.BROKEN_ENGINES}
+                           | {framework for framework, _, _, _ in broken_copies.OPTIMISER_COPIES})
 
 
 def parse_arguments(argv):
@@ -73,6 +74,20 @@ def main(argv=None):
         caught = not valid and (prefix in why or (check == "MultiGPU replicas" and ("replica(s)" in why or "slice(s)" in why)))
         failures += not caught
         print(f"  {framework}: {name}: {why or 'VALID: the broken engine was not caught'}")
+    for framework, task, name, _ in broken_copies.OPTIMISER_COPIES:
+        if framework not in arguments.engines:
+            continue
+        with tempfile.TemporaryDirectory() as folder:
+            record = broken_copies.run_broken_copy(framework, name, Path(folder), threads=1)
+        checks = (record or {}).get("checks", {})
+        valid, why = report.validity(record) if record else (True, "no record")
+        caught = not valid and "train_parity" in why
+        entries.append({"check": f"training parity, {task}", "copy": f"{framework}: {name}",
+                        "error": checks.get("train_parity_max_abs_error") if caught else None,
+                        "bound": checks.get("train_parity_tolerance"), "kind": "notebook", "framework": framework,
+                        "verdict": why or "valid", "hardware": machine, "started_at": stamp})
+        failures += not caught
+        print(f"  {framework} {task}: {name}: {why or 'VALID: the broken optimiser was not caught'}")
     margins.append_broken(arguments.results, entries)
     print(f"[broken] {len(entries)} copies appended to {arguments.results / margins.BROKEN_COPIES_FILE}")
     return 1 if failures else 0

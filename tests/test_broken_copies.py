@@ -99,6 +99,32 @@ def test_a_broken_pytorch_engine_makes_its_record_invalid_by_its_check(tmp_path,
         assert checks["data_parallel_replicas"] == record["metrics"]["devices"] == 2
 
 
+def test_each_broken_optimiser_names_an_existing_line_of_its_gpt_notebook(tmp_path):
+    for framework, task, name, changes in broken_copies.OPTIMISER_COPIES:
+        path = broken_copies.broken_notebook(framework, name, tmp_path / framework / name.replace(" ", "-"))
+        text = "".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"])
+        assert task in path.name and path.read_text() != (broken_copies.ROOT / "notebooks" / path.name).read_text(), name
+        assert all(new in text for _, new in changes), name
+    # At least two frameworks, each with the four mistakes of issue 42 (clipping off, clipping at twice
+    # the norm, beta_2, decay on biases and LayerNorm).
+    by_framework = {}
+    for framework, _, name, _ in broken_copies.OPTIMISER_COPIES:
+        by_framework.setdefault(framework, []).append(name)
+    assert len(by_framework) >= 2 and all(len(names) == 4 for names in by_framework.values())
+
+
+@pytest.mark.parametrize("framework, name", [(framework, name) for framework, _, name, _ in broken_copies.OPTIMISER_COPIES])
+def test_a_gpt_notebook_with_a_broken_optimiser_is_invalid_by_its_training_parity(tmp_path, framework, name):
+    """The optimiser is changed where the timed train step gets it; the parity steps, through the same
+    train_step and create_optimizer, cross the clipping threshold on some steps and not on others,
+    so each copy's record is invalid by its training parity, at least ten times its bound."""
+    record = broken_copies.run_broken_copy(framework, name, tmp_path, threads=1)
+    assert record is not None and record["status"] == "ok", record and record.get("reason")
+    checks = record["checks"]
+    assert checks["train_parity_max_abs_error"] >= 10 * checks["train_parity_tolerance"], checks["train_parity_max_abs_error"]
+    assert report.validity(record)[1].startswith("invalid: train_parity error")
+
+
 def test_the_margins_table_shows_both_sides_of_every_bound_and_flags_a_close_one():
     def checked(task, checks, **fields):
         return dict({"task": task, "status": "ok", "framework": "pytorch", "variant": "default",
