@@ -6,6 +6,7 @@ results/broken_copies.jsonl: the far side of every bound in the README's margins
     python3 benchmarks/broken_copies.py --engines none           # the numpy copies only (about 2 minutes; 12 more where
                                                                  # FCN5's quick-run trajectories are not cached)
     python3 benchmarks/broken_copies.py --engines jax_flax --skip-numpy
+    python3 benchmarks/broken_copies.py --engines pytorch,jax_flax --notebooks optimisers --skip-numpy
 
 Run it in the runner's environment (python3 run_all.py builds it; its python is printed by
 `python3 run_all.py --list`); each broken engine is one MultiGPU smoke run through run_all.py (its
@@ -31,7 +32,9 @@ def parse_arguments(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engines", default="all",
                         help=f"comma-separated frameworks whose broken engines run, 'all' or 'none' ({', '.join(ENGINE_FRAMEWORKS)})")
-    parser.add_argument("--skip-numpy", action="store_true", help="run the broken engines only")
+    parser.add_argument("--skip-numpy", action="store_true", help="run the broken notebooks only")
+    parser.add_argument("--notebooks", default="engines,optimisers",
+                        help="which broken notebooks of the chosen frameworks run: engines (MultiGPU), optimisers (GPT), or both")
     parser.add_argument("--results", type=Path, default=ROOT / "results")
     arguments = parser.parse_args(argv)
     chosen = {"all": ENGINE_FRAMEWORKS, "none": []}.get(arguments.engines, arguments.engines.split(","))
@@ -39,6 +42,9 @@ def parse_arguments(argv):
     if unknown:
         parser.error(f"--engines: no broken engine of {', '.join(unknown)}; valid: {', '.join(ENGINE_FRAMEWORKS)}")
     arguments.engines = chosen
+    arguments.notebooks = set(arguments.notebooks.split(","))
+    if not arguments.notebooks <= {"engines", "optimisers"}:
+        parser.error(f"--notebooks: {arguments.notebooks - {'engines', 'optimisers'}}; valid: engines, optimisers")
     return arguments
 
 
@@ -57,7 +63,7 @@ def main(argv=None):
         print(f"  {check}: {copy}: {error:.3g} ({error / bound:,.0f}× the bound)")
     failures = 0
     for framework, name, _ in broken_copies.BROKEN_ENGINES:
-        if framework not in arguments.engines:
+        if framework not in arguments.engines or "engines" not in arguments.notebooks:
             continue
         with tempfile.TemporaryDirectory() as folder:
             record = broken_copies.run_broken_copy(framework, name, Path(folder))
@@ -75,7 +81,7 @@ def main(argv=None):
         failures += not caught
         print(f"  {framework}: {name}: {why or 'VALID: the broken engine was not caught'}")
     for framework, task, name, _ in broken_copies.OPTIMISER_COPIES:
-        if framework not in arguments.engines:
+        if framework not in arguments.engines or "optimisers" not in arguments.notebooks:
             continue
         with tempfile.TemporaryDirectory() as folder:
             record = broken_copies.run_broken_copy(framework, name, Path(folder), threads=1)
