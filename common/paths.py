@@ -1,11 +1,38 @@
-"""Where the project keeps what it downloads or builds: one cache root outside the clone; and a
-small file there replaced whole."""
+"""Where the project keeps what it downloads or builds: one cache root outside the clone; a small
+file there replaced whole; and the path helpers the runner's two sides share (a path relative to
+the repository, a folder's size, a label made a file name)."""
 import os
+import re
 import socket
 from pathlib import Path
 
 CACHE_VARIABLE = "ROSETTA_CACHE"
 REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
+
+
+def relative(path):
+    """`path` relative to the repository where it lies inside it, else absolute."""
+    try:
+        return str(Path(path).resolve().relative_to(REPOSITORY_ROOT))
+    except ValueError:
+        return str(Path(path).resolve())
+
+
+def slug(label):
+    """A label as a file name: lower case, every run of other characters one dash."""
+    return re.sub(r"-+", "-", "".join(c if c.isalnum() else "-" for c in label.lower())).strip("-")
+
+
+def folder_bytes(folder):
+    """The bytes of the files under `folder`, links not followed (an unreadable file counts none)."""
+    total = 0
+    for directory, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(directory, name)).st_size
+            except OSError:
+                pass
+    return total
 
 
 def cache_root():

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from common import data_bundle
 from common.loaders.sources import file_digest
-from common.paths import REPOSITORY_ROOT
+from common.paths import REPOSITORY_ROOT, folder_bytes
 
 MANIFEST = "bundle.json"
 WHEELS, DATA = "wheels", "data"
@@ -105,7 +105,7 @@ def snapshot(key, n_first, n_second):
 
 
 def folder_megabytes(folder):
-    return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file()) / MEGABYTE
+    return folder_bytes(folder) / MEGABYTE
 
 
 # ----------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from common import probe, timing
-from common.paths import CACHE_VARIABLE, REPOSITORY_ROOT, cache_root, write_whole
+from common.paths import CACHE_VARIABLE, REPOSITORY_ROOT, cache_root, folder_bytes, write_whole
 
 ENVS_DIR = REPOSITORY_ROOT / "envs"
 COMPLETE_MARKER = ".rosetta-complete"
@@ -390,14 +390,7 @@ FRAMEWORK_IMPORTS = {"torch": "import torch", "tensorflow": "import tensorflow",
 
 
 def folder_megabytes(path):
-    total = 0
-    for folder, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(folder, name)).st_size
-            except OSError:
-                pass
-    return round(total / 1e6, 1)
+    return round(folder_bytes(path) / 1e6, 1)
 
 
 def import_seconds(python, statement, repeats=3):

@@ -6,7 +6,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from runner.regenerate import relative
+from common.paths import relative
 
 
 def record_identity(record):

@@ -7,10 +7,10 @@ valid default-variant cells in a shown profile (quick or full); a tie goes to th
 newest valid run is newer. CPU and GPU machines are chosen apart. Records made before today's
 protocol (runner.verdict.before_protocol) leave every table.
 """
-import re
 
 from common import peak as common_peak
 from common.params import DEVICE_SWEEP_TASKS, TASKS, THREAD_SWEEP_TASKS
+from common.paths import slug
 from common.probe import hardware_label
 from runner import report
 from runner.frameworks import RUNNABLE, notebook_name
@@ -23,10 +23,6 @@ MATRIX_UNITS = {"CNN": "img/s", "Inference": "img/s", "RNN": "seq/s", "MultiGPU"
 
 def machine_of(record):
     return hardware_label(record.get("hardware", {}))
-
-
-def slug(label):
-    return re.sub(r"-+", "-", "".join(c if c.isalnum() else "-" for c in label.lower())).strip("-")
 
 
 def current(records):

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 from common.params import THREAD_SWEEP_TASKS
-from common.paths import REPOSITORY_ROOT
+from common.paths import REPOSITORY_ROOT, slug
 from runner.frameworks import DEFAULT_VARIANT
 from runner.plan import bf16_not_native, settings_slug
-from runner.regenerate import relative
+from common.paths import relative
 
 # How long after a notebook's timeout the runner kills it, should papermill not have stopped it.
 KILL_GRACE_SECONDS = 60
@@ -26,10 +26,6 @@ def kernel_name(environment, accelerator, language="python"):
     """The Jupyter kernel of an environment's build: rosetta-torch-cpu, rosetta-jax-cuda; the R
     notebooks' kernel on the TensorFlow environment is rosetta-r-tensorflow-cpu."""
     return f"rosetta-{'r-' if language == 'r' else ''}{environment}-{accelerator}"
-
-
-def slug(text):
-    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-").replace("--", "-")
 
 
 def error_tail(log_path, lines=20):

@@ -7,16 +7,9 @@ import os
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from common.paths import REPOSITORY_ROOT as ROOT, relative, slug
 METHOD_PAGE = "method.md"
 MACHINES_FOLDER = "machines"
-
-
-def relative(path):
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return str(Path(path).resolve())
 
 
 def linker(folder):
@@ -39,7 +32,7 @@ def machine_plots(results, machine_records):
     """{task: the plot's path relative to the repository} of one machine's plots."""
     from runner import machines, plots
 
-    folder = Path(results) / "plots" / machines.slug(machines.machine_of(machine_records[0]))
+    folder = Path(results) / "plots" / slug(machines.machine_of(machine_records[0]))
     return {task: relative(plots.plot_path(folder, task)) for task in plots.valid_cells(machine_records)}
 
 
@@ -88,7 +81,7 @@ def render(results, readme, notebooks_dir):
     pages = docs / MACHINES_FOLDER
     for machine, machine_records in shown_machines(shown).items():
         machine_costs = {key: cost for key, cost in costs.items() if cost.get("machine") == machine}
-        files[pages / f"{machines.slug(machine)}.md"] = machines.machine_page(
+        files[pages / f"{slug(machine)}.md"] = machines.machine_page(
             machine, machine_records, machine_plots(results, machine_records), linker(pages),
             install_costs.markdown(machine_costs) if machine_costs else None,
             plain_loops.markdown(machine_records, loops) or None)
@@ -156,7 +149,7 @@ def regenerate(results, readme, notebooks_dir):
         return
     shown = machines.current(records.read_records(results / "records.jsonl"))
     for machine, machine_records in shown_machines(shown).items():
-        plots.plot_tasks(machine_records, results / "plots" / machines.slug(machine))
+        plots.plot_tasks(machine_records, results / "plots" / slug(machine))
     files = render(results, readme, notebooks_dir)
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -143,3 +143,14 @@ def test_run_all_is_a_dispatcher_of_at_most_80_lines():
     lines = (ROOT / "run_all.py").read_text().splitlines()
     assert len(lines) <= 80, len(lines)
     assert not [line for line in lines if line.startswith(("def ", "class ")) and not line.startswith("def main(")]
+
+
+def test_the_path_helpers_exist_once_in_common_paths():
+    """slug, the path relative to the repository and a folder's size are common.paths' alone (issue
+    43): two slugs once disagreed on runs of dashes."""
+    from common import paths
+
+    assert paths.slug("Intel(R) Xeon(R) Processor (family 6, AMX) -- 2 cores") == "intel-r-xeon-r-processor-family-6-amx-2-cores"
+    defined = [f"{path.relative_to(ROOT)}: {line.split('(')[0]}" for path in sorted((ROOT / "runner").rglob("*.py"))
+               for line in path.read_text().splitlines() if line.startswith(("def slug(", "def relative(", "def folder_bytes("))]
+    assert not defined, defined

@@ -3,6 +3,7 @@ machine), a reference machine per task for the reader, and records made before t
 of every table."""
 from pathlib import Path
 
+from common import paths
 from runner import machines, regenerate, report, verdict
 from test_report import CHECKS, CPU, GPU, record
 
@@ -77,11 +78,11 @@ def test_each_machine_has_a_page_and_the_index_counts_its_runs(tmp_path):
     (tmp_path / "docs" / "machines" / "gone.md").write_text("an old machine's page")
     regenerate.regenerate(results, readme, Path(__file__).resolve().parent.parent / "notebooks")
     pages = sorted(path.name for path in (tmp_path / "docs" / "machines").glob("*.md"))
-    assert pages == sorted(["index.md", machines.slug(machines.machine_of(record())) + ".md",
-                            machines.slug(machines.machine_of(record(hardware=OTHER_CPU))) + ".md"])
+    assert pages == sorted(["index.md", paths.slug(machines.machine_of(record())) + ".md",
+                            paths.slug(machines.machine_of(record(hardware=OTHER_CPU))) + ".md"])
     index = (tmp_path / "docs" / "machines" / "index.md").read_text()
     assert "1 record(s) made before today's protocol" in index and "| 1 | 1 |" in index
-    page = (tmp_path / "docs" / "machines" / (machines.slug(machines.machine_of(record())) + ".md")).read_text()
+    page = (tmp_path / "docs" / "machines" / (paths.slug(machines.machine_of(record())) + ".md")).read_text()
     assert page.startswith("# Results on Test CPU") and "**300** img/s" in page and "Other CPU" not in page
     assert "[**300**](" in readme.read_text() and "results/notebooks/x/pytorch_CNN.ipynb)" in readme.read_text()
     assert regenerate.stale_files(results, readme, Path(__file__).resolve().parent.parent / "notebooks") == []
