@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 from common.params import THREAD_SWEEP_TASKS
-from common.paths import REPOSITORY_ROOT, slug
+from common.paths import REPOSITORY_ROOT, relative, slug
 from runner.frameworks import DEFAULT_VARIANT
 from runner.plan import bf16_not_native, settings_slug
-from common.paths import relative
 
 # How long after a notebook's timeout the runner kills it, should papermill not have stopped it.
 KILL_GRACE_SECONDS = 60
